@@ -1,0 +1,1 @@
+"""Finding and reading skills: roots, SKILL.md lookup and frontmatter, schemas, gating, lint."""

@@ -1,0 +1,149 @@
+"""The catalog: every skill folder in every root, the winner per name, aliases and tool names; rescans cheaply."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .manifest import read_manifest
+from .roots import FoundSkill, Root, walk_root
+from .skill import Skill, build_skill
+from .toolnames import disambiguate, fanout_name, safe_tool_name
+
+Signature = tuple[tuple[str, int, int], ...]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One skill folder as listed: the skill, and how it relates to others of the same name."""
+
+    skill: Skill
+    active: bool
+    shadowed: tuple[str, ...] = ()
+    shadowed_by: str | None = None
+
+
+def _signature(found: FoundSkill) -> Signature:
+    """Name, mtime and size of the files at the top of a skill folder (plus an out-of-folder SKILL.md)."""
+    items: list[tuple[str, int, int]] = []
+    try:
+        with os.scandir(found.dir) as it:
+            for entry in it:
+                try:
+                    if entry.is_file():
+                        st = entry.stat()
+                        items.append((entry.name, st.st_mtime_ns, st.st_size))
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    if found.skill_md.parent != found.dir:
+        try:
+            st = found.skill_md.stat()
+            items.append((str(found.skill_md), st.st_mtime_ns, st.st_size))
+        except OSError:
+            pass
+    return tuple(sorted(items))
+
+
+class Catalog:
+    """Skills found in ranked roots. ``scan()`` re-reads only folders whose files changed."""
+
+    def __init__(self, roots: list[Root]) -> None:
+        self.roots = roots
+        self._cache: dict[tuple[Path, Path], tuple[Signature, Skill]] = {}
+        self.entries: list[Entry] = []
+        self.by_name: dict[str, Skill] = {}
+        self.by_alias: dict[str, Skill] = {}
+        self.by_tool: dict[str, tuple[Skill, str | None]] = {}
+        self.last_parsed = 0
+
+    def scan(self) -> int:
+        """Walk every root; rebuild changed skills; return how many folders were (re)parsed."""
+        parsed = 0
+        seen: dict[tuple[Path, Path], tuple[Signature, Skill]] = {}
+        skills: list[Skill] = []
+        for root in self.roots:
+            for found in walk_root(root):
+                key = (root.path, found.dir)
+                sig = _signature(found)
+                cached = self._cache.get(key)
+                if cached is None or cached[0] != sig or cached[1].manifest.path != found.skill_md:
+                    manifest = read_manifest(found.skill_md, found.install)
+                    cached = (sig, build_skill(found.dir, root.path, manifest, root.source, version=str(hash(sig))))
+                    parsed += 1
+                seen[key] = cached
+                skills.append(cached[1])
+        self._cache = seen
+        self.last_parsed = parsed
+        self._index(skills)
+        return parsed
+
+    def _index(self, skills: list[Skill]) -> None:
+        rank = {r.path: r.rank for r in self.roots}
+        ordered = sorted(skills, key=lambda s: (rank.get(s.root, 99), s.name, str(s.dir)))
+        winners: dict[str, Skill] = {}
+        shadows: dict[str, list[Skill]] = {}
+        for skill in ordered:
+            if skill.name in winners:
+                shadows.setdefault(skill.name, []).append(skill)
+            else:
+                winners[skill.name] = skill
+        taken: dict[str, str] = {}
+        final: dict[str, Skill] = {}
+        for name, skill in winners.items():
+            final[name] = self._with_tool_names(skill, taken, shadows.get(name, []))
+        entries = []
+        for skill in ordered:
+            winner = final[skill.name]
+            if winner.dir == skill.dir and winner.root == skill.root:
+                entries.append(Entry(winner, True, tuple(str(s.dir) for s in shadows.get(skill.name, []))))
+            else:
+                entries.append(self._loser(skill, winner))
+        self.entries = entries
+        self.by_name = final
+        self.by_tool = {t: (s, sub) for s in final.values() for t, sub in s.tool_names.items()}
+        self.by_alias = {}
+        for skill in final.values():
+            for alias in skill.aliases:
+                if alias not in final and alias not in self.by_alias:
+                    self.by_alias[alias] = skill
+
+    @staticmethod
+    def _loser(skill: Skill, winner: Skill) -> Entry:
+        if skill.root == winner.root:
+            error = (
+                f"two skills named {skill.name!r} in one root: {winner.dir} and {skill.dir}; "
+                "rename one (frontmatter 'name')"
+            )
+            skill = dataclasses.replace(skill, error=skill.error or error)
+        return Entry(skill, False, (), str(winner.dir))
+
+    @staticmethod
+    def _with_tool_names(skill: Skill, taken: dict[str, str], shadowed: list[Skill]) -> Skill:
+        warnings = list(skill.warnings)
+        for other in shadowed:
+            if other.root == skill.root:
+                warnings.append(f"another skill named {skill.name!r} in the same root is ignored: {other.dir}")
+        base = safe_tool_name(skill.name)
+        if base in taken:
+            new = disambiguate(base, str(skill.dir))
+            warnings.append(f"tool name {base!r} is taken by skill {taken[base]!r}; offered as {new!r}")
+            base = new
+        subs = skill.schema.subcommands
+        names: dict[str, str | None] = (
+            {fanout_name(base, sub): sub for sub in subs} if subs else {base: None}
+        )
+        for tool in names:
+            taken[tool] = skill.name
+        taken.setdefault(base, skill.name)
+        return dataclasses.replace(skill, tool_names=names, warnings=tuple(warnings))
+
+    def resolve(self, name: str) -> tuple[Skill, str | None] | None:
+        """A skill by name, alias or tool name (``<skill>__<sub>`` restores the subcommand)."""
+        skill = self.by_name.get(name) or self.by_alias.get(name)
+        if skill is not None:
+            return skill, None
+        return self.by_tool.get(name)

@@ -1,0 +1,163 @@
+"""Input schemas: where they come from, the repairs providers need, credential stripping and fan-out (§3, §5.2)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+#: §5.2: a parameter whose name contains one of these (case-insensitive substring) is a credential.
+SECRET_SUBSTRINGS = ("key", "token", "secret", "password", "credential", "auth")
+_SECRET_RX = re.compile("|".join(SECRET_SUBSTRINGS), re.IGNORECASE)
+MAX_FANOUT = 45
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def looks_secret(name: str) -> bool:
+    """True when a name contains a credential substring (the rule, before ``x-secret`` overrides)."""
+    return bool(_SECRET_RX.search(name))
+
+
+@dataclass(frozen=True)
+class SchemaInfo:
+    """A skill's schema as declared (repaired), as exposed to models, and what the secret rule matched."""
+
+    full: dict[str, Any]
+    exposed: dict[str, Any]
+    secret_params: tuple[str, ...]
+    rule_matches: tuple[str, ...]
+    subcommands: dict[str, dict[str, Any]] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def _repair_properties(schema: dict[str, Any], where: str, warnings: list[str]) -> str | None:
+    """Fix bare-string property values; return an error for shapes providers reject."""
+    props = schema.get("properties")
+    if props is None:
+        return None
+    if not isinstance(props, dict):
+        return f"{where}: 'properties' must be an object mapping names to schemas"
+    for name, value in list(props.items()):
+        if isinstance(value, str):
+            props[name] = {"type": value}
+            warnings.append(f'{where}: property {name!r} was the bare string "{value}"; read as {{"type": "{value}"}}')
+        elif not isinstance(value, dict):
+            return f"{where}: property {name!r} must be a schema object, not {type(value).__name__}"
+        else:
+            err = _repair_properties(value, f"{where}.{name}", warnings)
+            if err:
+                return err
+    for key in ("additionalProperties", "items"):
+        value = schema.get(key)
+        if value is None or isinstance(value, (bool, dict)):
+            continue
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            schema[key] = value.lower() == "true"
+            warnings.append(f"{where}: {key} was the string {value!r}; read as a boolean")
+        else:
+            return f"{where}: '{key}' must be a boolean or a schema object, not {type(value).__name__}"
+    return None
+
+
+def _normalize(schema: Any, where: str, warnings: list[str]) -> tuple[dict[str, Any], str | None]:
+    if not isinstance(schema, dict):
+        return copy.deepcopy(EMPTY_SCHEMA), f"{where}: the input schema must be a JSON object"
+    schema = copy.deepcopy(schema)
+    schema.setdefault("type", "object")
+    if "properties" not in schema:
+        schema["properties"] = {}
+    error = _repair_properties(schema, where, warnings)
+    if error is None:
+        try:
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+            error = f"{where}: not a valid JSON Schema at {path}: {exc.message}"
+    return schema, error
+
+
+def _secret_params(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(credential parameters, every parameter the substring rule matched)."""
+    secrets, matched = [], []
+    for name, prop in (schema.get("properties") or {}).items():
+        flag = prop.get("x-secret") if isinstance(prop, dict) else None
+        if looks_secret(name):
+            matched.append(name)
+        if flag is True or (flag is None and looks_secret(name)):
+            secrets.append(name)
+    return secrets, matched
+
+
+def expose(schema: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
+    """The schema models see: credential parameters removed from properties and required."""
+    exposed = copy.deepcopy(schema)
+    props = exposed.get("properties") or {}
+    for name in secrets:
+        props.pop(name, None)
+    if isinstance(exposed.get("required"), list):
+        exposed["required"] = [r for r in exposed["required"] if r not in secrets]
+    return exposed
+
+
+def load_schema_file(path: Path) -> tuple[Any, str | None]:
+    """Read ``schema.json``; a broken file is reported, never ignored."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8-sig")), None
+    except OSError as exc:
+        return None, f"cannot read {path.name}: {exc.strerror}"
+    except ValueError as exc:
+        return None, f"{path.name} is not valid JSON: {exc}"
+
+
+def build_schema_info(
+    skill_dir: Path, code_schema: dict[str, Any] | None, meta: Mapping[str, Any]
+) -> SchemaInfo:
+    """schema.json beats the handler's INPUT_SCHEMA, which beats frontmatter ``input_schema``."""
+    warnings: list[str] = []
+    errors: list[str] = []
+    raw: Any = None
+    schema_file = skill_dir / "schema.json"
+    if schema_file.is_file():
+        raw, err = load_schema_file(schema_file)
+        if err:
+            errors.append(err)
+    if raw is None:
+        raw = code_schema if code_schema is not None else meta.get("input_schema")
+    schema, err = _normalize(raw if raw is not None else EMPTY_SCHEMA, "input schema", warnings)
+    if err:
+        errors.append(err)
+    secrets, matched = _secret_params(schema)
+    subcommands: dict[str, dict[str, Any]] = {}
+    commands = meta.get("cli_commands")
+    if isinstance(commands, dict) and commands:
+        if len(commands) > MAX_FANOUT:
+            warnings.append(f"cli_commands has {len(commands)} entries (more than {MAX_FANOUT}): not fanned out")
+        else:
+            for sub, sub_schema in commands.items():
+                normalized, sub_err = _normalize(
+                    sub_schema if isinstance(sub_schema, dict) else EMPTY_SCHEMA, f"cli_commands.{sub}", warnings
+                )
+                if sub_err:
+                    errors.append(sub_err)
+                sub_secrets, sub_matched = _secret_params(normalized)
+                secrets += [s for s in sub_secrets if s not in secrets]
+                matched += [m for m in sub_matched if m not in matched]
+                subcommands[str(sub)] = normalized
+    elif commands is not None and not isinstance(commands, dict):
+        warnings.append("cli_commands must be a mapping of subcommand to schema; ignored")
+    return SchemaInfo(
+        full=schema,
+        exposed=expose(schema, secrets),
+        secret_params=tuple(secrets),
+        rule_matches=tuple(matched),
+        subcommands={k: expose(v, secrets) for k, v in subcommands.items()},
+        warnings=tuple(warnings),
+        error="; ".join(errors) or None,
+    )

@@ -1,0 +1,226 @@
+"""The Skill value: everything the host knows about one skill folder, built once per change of its files."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .code import CodeFacts, scan_file
+from .manifest import Manifest
+from .requires import Requirements, as_bool, parse_requirements
+from .schema import SchemaInfo, build_schema_info
+
+SKILL_TYPES = ("handler", "skill_md", "knowledge")
+EXTENSION_TYPES = {".py": "PYTHON", ".sh": "SHELL", ".js": "NODE", ".mjs": "NODE", ".cjs": "NODE",
+                   ".rb": "RUBY", ".go": "GO", ".toml": "HTTP"}
+SUBPROCESS_TYPES = ("SHELL", "INLINE_SHELL", "NODE", "RUBY", "GO")
+LONG_SKILL_MD = 8000
+
+
+@dataclass(frozen=True)
+class ExecSpec:
+    """How a handler skill runs: its exec type, the file or command, and its wall clock."""
+
+    type: str | None = None
+    config: Path | None = None
+    command: str | None = None
+    timeout: float | None = None
+    python_cli: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Skill:
+    """One skill folder, read and resolved. Frozen: a change on disk builds a new Skill."""
+
+    name: str
+    description: str
+    dir: Path
+    root: Path
+    manifest: Manifest
+    skill_type: str
+    exec: ExecSpec
+    code: CodeFacts
+    schema: SchemaInfo
+    requires: Requirements
+    category: str | None = None
+    source: str = "local"
+    trigger_type: str = "explicit"
+    aliases: tuple[str, ...] = ()
+    is_async: bool = False
+    force_raw_prompt: bool = False
+    offload: bool = True
+    warnings: tuple[str, ...] = ()
+    error: str | None = None
+    tool_names: dict[str, str | None] = field(default_factory=dict)
+    version: str = ""
+
+    @property
+    def exec_type(self) -> str | None:
+        return self.exec.type
+
+    @property
+    def exposed(self) -> bool:
+        """Offered to models: explicit trigger, not knowledge, and readable."""
+        return self.trigger_type == "explicit" and self.skill_type != "knowledge" and self.error is None
+
+    @property
+    def tool_description(self) -> str:
+        """``[category] description`` when a category is known (§2.2)."""
+        return f"[{self.category}] {self.description}" if self.category else self.description
+
+    @property
+    def meta(self) -> Mapping[str, Any]:
+        return self.manifest.meta
+
+
+def _helpers_use_db(entry: Path) -> bool:
+    """Whether a sibling module of the entry reads ``db``/``db_factory`` (helpers that get the context)."""
+    for path in entry.parent.glob("*.py"):
+        if path != entry:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if ("'db" in text or '"db' in text) and scan_file(path).uses_db:
+                return True
+    return False
+
+
+def _first_body_line(body: str) -> str:
+    for line in body.splitlines():
+        text = line.strip()
+        if text and not text.startswith("#") and text != "---":
+            return text[:300]
+    return ""
+
+
+def _exec_spec(skill_dir: Path, meta: Mapping[str, Any], warnings: list[str]) -> ExecSpec:
+    """§2.3 / the issue: ``exec: {config, primary: {type, command}, timeout}``, else handler.py, else no code."""
+    raw = meta.get("exec")
+    spec = raw if isinstance(raw, Mapping) else {}
+    if raw is not None and not isinstance(raw, Mapping):
+        warnings.append("'exec' must be a mapping {config, primary, timeout}; ignored")
+    primary = spec.get("primary") if isinstance(spec.get("primary"), Mapping) else {}
+    timeout = spec.get("timeout")
+    try:
+        timeout_s = float(timeout) if timeout not in (None, "") else None
+    except (TypeError, ValueError):
+        warnings.append(f"exec.timeout {timeout!r} is not a number of seconds; the default applies")
+        timeout_s = None
+    declared = str(primary.get("type") or "").strip().upper() or None
+    command = primary.get("command") if isinstance(primary.get("command"), str) else None
+    config = spec.get("config")
+    config_path = (skill_dir / str(config)).resolve() if config else None
+    if config_path is None and declared is None and (skill_dir / "handler.py").is_file():
+        config_path = (skill_dir / "handler.py").resolve()
+    exec_type = declared
+    if exec_type is None and config_path is not None:
+        exec_type = EXTENSION_TYPES.get(config_path.suffix.lower())
+        if exec_type is None:
+            warnings.append(f"exec.config {config!r} has an unknown extension; declare exec.primary.type")
+    return ExecSpec(type=exec_type, config=config_path, command=command, timeout=timeout_s)
+
+
+def _category(meta: Mapping[str, Any], skill_dir: Path, root: Path) -> str | None:
+    declared = meta.get("category")
+    if isinstance(declared, str) and declared.strip():
+        return declared.strip()
+    try:
+        parent = skill_dir.parent.relative_to(root)
+    except ValueError:
+        return None
+    return parent.as_posix() if parent.parts else None
+
+
+def _aliases(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    value = meta.get("aliases")
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",")]
+    if not isinstance(value, list):
+        return ()
+    return tuple(dict.fromkeys(str(v).strip() for v in value if str(v).strip()))
+
+
+def _trigger_type(meta: Mapping[str, Any]) -> str:
+    trigger = meta.get("trigger-type") or meta.get("trigger_type")
+    if trigger is None and isinstance(meta.get("trigger"), Mapping):
+        trigger = meta["trigger"].get("type")
+    return str(trigger).strip().lower() if trigger not in (None, "") else "explicit"
+
+
+def build_skill(skill_dir: Path, root: Path, manifest: Manifest, root_source: str, version: str = "") -> Skill:
+    """Resolve a manifest into a Skill: name, type, exec spec, schema, requirements and every warning."""
+    meta = manifest.meta
+    warnings = list(manifest.warnings)
+    errors = [manifest.error] if manifest.error else []
+    name = str(meta.get("name") or "").strip() or skill_dir.name
+    description = str(meta.get("description") or "").strip()
+    if not description:
+        description = _first_body_line(manifest.body)
+        warnings.append(
+            "no description in the frontmatter; using the first line of the body"
+            if description else "no description: add 'description:' saying when to use this skill"
+        )
+    exec_spec = _exec_spec(skill_dir, meta, warnings)
+    code = CodeFacts()
+    if exec_spec.type == "PYTHON" and exec_spec.config is not None:
+        if not exec_spec.config.is_file():
+            errors.append(f"exec.config {exec_spec.config} does not exist")
+        else:
+            code = scan_file(exec_spec.config)
+            if code.syntax_error:
+                errors.append(f"the handler does not parse: {code.syntax_error}")
+            elif not code.uses_db and (as_bool(meta.get("uses_db", False)) or _helpers_use_db(exec_spec.config)):
+                code = dataclasses.replace(code, uses_db=True)
+    skill_type = str(meta.get("skill_type") or "").strip().lower()
+    if skill_type and skill_type not in SKILL_TYPES:
+        warnings.append(f"unknown skill_type {skill_type!r} (known: {', '.join(SKILL_TYPES)}); inferred instead")
+        skill_type = ""
+    if not skill_type:
+        skill_type = "handler" if exec_spec.type else "skill_md"
+    if skill_type == "handler" and exec_spec.type == "PYTHON" and not code.syntax_error and exec_spec.config:
+        if code.is_cli:
+            exec_spec = ExecSpec(exec_spec.type, exec_spec.config, exec_spec.command, exec_spec.timeout, True)
+        elif code.entry is None and exec_spec.config.is_file():
+            warnings.append(
+                f"{exec_spec.config.name} has no entry function (execute/run/handler/main/handle): "
+                "the skill is downgraded to skill_md and its code never runs"
+            )
+            skill_type, exec_spec = "skill_md", ExecSpec(timeout=exec_spec.timeout)
+    if skill_type != "handler":
+        exec_spec = ExecSpec(timeout=exec_spec.timeout)
+    elif exec_spec.type is None:
+        warnings.append("skill_type is handler but no code was found; treated as skill_md")
+        skill_type = "skill_md"
+    if skill_type == "skill_md" and manifest.size > LONG_SKILL_MD:
+        warnings.append(
+            f"SKILL.md has {manifest.size} characters (over {LONG_SKILL_MD}): only the head is injected; "
+            "move details to references/ and say when to read them"
+        )
+    schema = build_schema_info(skill_dir, code.input_schema, meta)
+    warnings += schema.warnings
+    if schema.error:
+        errors.append(schema.error)
+    source = meta.get("source")
+    return Skill(
+        name=name,
+        description=description,
+        dir=skill_dir,
+        root=root,
+        manifest=manifest,
+        skill_type=skill_type,
+        exec=exec_spec,
+        code=code,
+        schema=schema,
+        requires=parse_requirements(meta),
+        category=_category(meta, skill_dir, root),
+        source=source.strip() if isinstance(source, str) and source.strip() else root_source,
+        trigger_type=_trigger_type(meta),
+        aliases=_aliases(meta),
+        is_async=as_bool(meta.get("async", False)),
+        force_raw_prompt=as_bool(meta.get("force_raw_prompt", False)),
+        offload=as_bool(meta.get("offload", True)),
+        warnings=tuple(warnings),
+        error="; ".join(errors) or None,
+        version=version,
+    )

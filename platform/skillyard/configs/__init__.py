@@ -1,0 +1,1 @@
+"""Per-role skill configs: stored in PostgreSQL, secrets encrypted, cached per (role, skill)."""

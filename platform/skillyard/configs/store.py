@@ -1,0 +1,103 @@
+"""Skill configs per (role, skill) in PostgreSQL; secret values encrypted; reads cached until changed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.dialects.postgresql import insert
+
+from ..catalog.schema import looks_secret
+from ..storage.database import Database
+from ..storage.tables import skill_configs
+from .crypto import Cipher
+
+
+def normalize_key(key: str) -> str:
+    """CLI-style ``--api-token`` → ``api_token`` (§5.1)."""
+    return re.sub(r"[-\s]+", "_", key.strip().lstrip("-")).strip("_")
+
+
+class ConfigStore:
+    """Configs of every role; ``get`` is served from memory after the first read of a (role, skill)."""
+
+    def __init__(self, database: Database, cipher_factory: Callable[[], Cipher]) -> None:
+        self._db = database
+        self._cipher_factory = cipher_factory
+        self._cipher: Cipher | None = None
+        self._cache: dict[tuple[str, str], dict[str, str]] = {}
+
+    @property
+    def cipher(self) -> Cipher:
+        if self._cipher is None:
+            self._cipher = self._cipher_factory()
+        return self._cipher
+
+    async def get(self, role_id: str, skill: str) -> dict[str, str]:
+        """The decrypted configs of a skill for a role (empty when no database exists yet)."""
+        key = (role_id, skill)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        if not self._db.exists:
+            return {}
+        sessions = await self._db.session_factory()
+        async with sessions() as session:
+            rows = (
+                await session.execute(
+                    select(skill_configs.c.key, skill_configs.c.value, skill_configs.c.secret).where(
+                        skill_configs.c.role_id == role_id, skill_configs.c.skill == skill
+                    )
+                )
+            ).all()
+        values = {k: (self.cipher.decrypt(v) if secret else v) for k, v, secret in rows}
+        self._cache[key] = values
+        return values
+
+    async def set(self, role_id: str, skill: str, values: Mapping[str, Any]) -> dict[str, bool]:
+        """Store values (credential-looking keys encrypted); return which keys were stored as secrets."""
+        rows = []
+        stored: dict[str, bool] = {}
+        for raw_key, value in values.items():
+            key = normalize_key(str(raw_key))
+            if not key:
+                raise ValueError(f"config key {raw_key!r} is empty once normalized; use a name like api_token")
+            secret = looks_secret(key)
+            text = "" if value is None else str(value)
+            rows.append(
+                {"role_id": role_id, "skill": skill, "key": key, "secret": secret,
+                 "value": self.cipher.encrypt(text) if secret else text}
+            )
+            stored[key] = secret
+        if not rows:
+            return stored
+        sessions = await self._db.session_factory()
+        async with sessions() as session, session.begin():
+            stmt = insert(skill_configs).values(rows)
+            await session.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=["role_id", "skill", "key"],
+                    set_={"value": stmt.excluded.value, "secret": stmt.excluded.secret, "updated_at": stmt.excluded.updated_at},
+                )
+            )
+        self._cache.pop((role_id, skill), None)
+        return stored
+
+    async def unset(self, role_id: str, skill: str, keys: list[str] | None = None) -> int:
+        """Remove some keys (or all) of a skill's configs for a role; return how many rows went."""
+        sessions = await self._db.session_factory()
+        stmt = delete(skill_configs).where(skill_configs.c.role_id == role_id, skill_configs.c.skill == skill)
+        if keys:
+            stmt = stmt.where(skill_configs.c.key.in_([normalize_key(k) for k in keys]))
+        async with sessions() as session, session.begin():
+            result = await session.execute(stmt)
+        self._cache.pop((role_id, skill), None)
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+    def invalidate(self, role_id: str | None = None, skill: str | None = None) -> None:
+        """Drop cached reads (all, or one role/skill) so the next run reads the table again."""
+        for key in list(self._cache):
+            if (role_id is None or key[0] == role_id) and (skill is None or key[1] == skill):
+                del self._cache[key]

@@ -1,0 +1,138 @@
+"""HTTP exec type: one request described by a TOML file (see docs/http-skills.md), sent with httpx."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ..catalog.skill import Skill
+from ..hookspecs import hookimpl
+from ..invoke.envelope import failure
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_\-]+)\}")
+_VARIABLE = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
+BODY_EXCERPT = 500
+BODY_KINDS = ("json", "form", "none")
+
+
+class HttpSpecError(ValueError):
+    """The TOML file of an HTTP skill is malformed."""
+
+
+def load_spec(path: Path) -> dict[str, Any]:
+    """Read and check the TOML spec; errors say which key to fix."""
+    try:
+        spec = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise HttpSpecError(f"cannot read {path.name}: {exc}") from None
+    request = spec.get("request")
+    if not isinstance(request, dict) or not isinstance(request.get("url"), str):
+        raise HttpSpecError(f"{path.name} needs a [request] table with url = \"https://…\"")
+    body = request.get("body", "none" if str(request.get("method", "GET")).upper() in ("GET", "HEAD") else "json")
+    if body not in BODY_KINDS:
+        raise HttpSpecError(f"{path.name}: request.body must be one of {', '.join(BODY_KINDS)}, not {body!r}")
+    request["body"] = body
+    return spec
+
+
+def _lookup(name: str, configs: Mapping[str, Any]) -> str:
+    for key in (name, name.lower()):
+        value = configs.get(key)
+        if value not in (None, ""):
+            return str(value)
+    return os.environ.get(name, "")
+
+
+def build_request(spec: Mapping[str, Any], input: Mapping[str, Any], configs: Mapping[str, Any]) -> dict[str, Any]:
+    """Method, URL, headers, query and body for httpx from the spec and the input."""
+    req = spec["request"]
+    remaining = {k: v for k, v in input.items() if not k.startswith("_")}
+    used = set(_PLACEHOLDER.findall(req["url"]))
+    missing = [name for name in used if name not in remaining]
+    if missing:
+        raise HttpSpecError(f"the URL needs input field(s) {', '.join(sorted(missing))}")
+    url = _PLACEHOLDER.sub(lambda m: quote(str(remaining[m.group(1)]), safe=""), req["url"])
+    for name in used:
+        remaining.pop(name, None)
+    headers = {
+        str(k): _VARIABLE.sub(lambda m: _lookup(m.group(1), configs), str(v)) for k, v in (req.get("headers") or {}).items()
+    }
+    query = {name: remaining.pop(name) for name in (req.get("query") or []) if name in remaining}
+    kwargs: dict[str, Any] = {"method": str(req.get("method", "GET")).upper(), "url": url, "headers": headers,
+                              "params": query}
+    if req["body"] == "json" and remaining:
+        kwargs["json"] = remaining
+    elif req["body"] == "form" and remaining:
+        kwargs["data"] = {k: v if isinstance(v, str) else str(v) for k, v in remaining.items()}
+    return kwargs
+
+
+def extract(value: Any, path: str | None) -> Any:
+    """A dotted path (``data.items.0``) into a JSON response."""
+    for part in [p for p in (path or "").split(".") if p]:
+        if isinstance(value, Mapping):
+            value = value.get(part)
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
+
+
+def _root_os_error(exc: BaseException) -> BaseException | None:
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, OSError):
+            return seen
+        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
+    return None
+
+
+class HttpExecutor:
+    """Sends the request; non-2xx is a failure envelope with the status and a body excerpt."""
+
+    async def run(self, skill: Skill, input: dict[str, Any], ctx: dict[str, Any], *, yard: Any) -> Any:
+        assert skill.exec.config is not None
+        try:
+            spec = load_spec(skill.exec.config)
+            kwargs = build_request(spec, input, ctx.get("skill_args") or {})
+        except HttpSpecError as exc:
+            return failure(skill.name, f"HTTP skill {skill.name!r}: {exc}", error_type="config", non_retriable=True)
+        timeout = float(spec["request"].get("timeout", 30))
+        try:
+            async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
+                response = await client.request(**kwargs)
+        except httpx.TransportError as exc:
+            cause = _root_os_error(exc)
+            kind = cause.__class__.__name__ if cause else exc.__class__.__name__
+            if isinstance(exc, httpx.ConnectError) and "refused" in str(exc).lower():
+                kind = "ConnectionRefusedError"
+            return failure(
+                skill.name, f"HTTP skill {skill.name!r} could not reach {kwargs['url'].split('?')[0]}: {exc}",
+                exception_type=kind, error_type="transient", timed_out=isinstance(exc, httpx.TimeoutException),
+            )
+        text = response.text
+        if not response.is_success:
+            return failure(
+                skill.name, f"HTTP skill {skill.name!r}: {response.status_code} {response.reason_phrase}: "
+                f"{text[:BODY_EXCERPT]}",
+                status=response.status_code, body_excerpt=text[:BODY_EXCERPT],
+                error_type="transient" if response.status_code >= 500 or response.status_code == 429 else "recoverable",
+            )
+        try:
+            data = response.json()
+        except ValueError:
+            return {"output": text, "status": response.status_code}
+        return extract(data, (spec.get("response") or {}).get("path"))
+
+
+@hookimpl
+def register_exec_types(register: Any) -> None:
+    register("HTTP", HttpExecutor())

@@ -1,0 +1,65 @@
+"""PYTHON exec type: the entry function called in-process (async awaited, sync in a worker thread)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ..catalog.code import ENTRY_NAMES
+from ..catalog.skill import Skill
+from ..hookspecs import hookimpl
+from .loader import load_entry_module
+from .subprocess import run_subprocess
+
+log = logging.getLogger("skillyard.inprocess")
+
+
+def entry_function(skill: Skill) -> Callable[..., Any]:
+    """The skill's entry function, importing its module on first use (per version of its files)."""
+    assert skill.exec.config is not None
+    module = load_entry_module(skill.dir, skill.exec.config, skill.version)
+    for name in ENTRY_NAMES:
+        fn = getattr(module, name, None)
+        if callable(fn):
+            return fn  # type: ignore[no-any-return]
+    raise AttributeError(f"{skill.exec.config} has no entry function ({', '.join(ENTRY_NAMES)})")
+
+
+def required_positional(fn: Callable[..., Any]) -> int:
+    """How many positional parameters have no default (§2.3 binds by this count)."""
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    params = inspect.signature(fn).parameters.values()
+    return sum(1 for p in params if p.kind in kinds and p.default is inspect.Parameter.empty)
+
+
+_arity: dict[Callable[..., Any], int] = {}
+
+
+class InProcessExecutor:
+    """Calls ``execute``/``run``/``handler``/``main``/``handle``: f(), f(input) or f(input, ctx)."""
+
+    async def run(self, skill: Skill, input: dict[str, Any], ctx: dict[str, Any], *, yard: Any) -> Any:
+        if skill.exec.python_cli:
+            return await run_subprocess(skill, input, ctx)
+        fn = entry_function(skill)
+        arity = _arity.get(fn)
+        if arity is None:
+            arity = _arity[fn] = required_positional(fn)
+        args = () if arity == 0 else (input,) if arity == 1 else (input, ctx)
+        try:
+            if inspect.iscoroutinefunction(fn):
+                return await fn(*args)
+            ctx["db"] = None  # a live session cannot cross into a worker thread
+            result = await asyncio.to_thread(fn, *args)
+            return await result if inspect.isawaitable(result) else result
+        except SystemExit:
+            log.info("skill %r raised SystemExit in-process; running it as a CLI subprocess", skill.name)
+            return await run_subprocess(skill, input, ctx, force_python_cli=True)
+
+
+@hookimpl
+def register_exec_types(register: Any) -> None:
+    register("PYTHON", InProcessExecutor())

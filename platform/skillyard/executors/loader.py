@@ -1,0 +1,126 @@
+"""Loading a skill's Python code in-process, each skill under its own package name.
+
+Two skills may both ship ``handler.py`` and ``helpers.py``; each sees only its own. The skill folder never goes
+on ``sys.path``: relative imports work because the folder is a package, and plain sibling imports
+(``import helpers``) are mapped onto that package by a per-skill ``__import__``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+PACKAGE_ROOT = "skillyard_skills"
+_lock = threading.RLock()
+_loaded: dict[tuple[str, Any], ModuleType] = {}
+
+
+def _package_name(skill_dir: Path, version: Any) -> str:
+    digest = hashlib.sha1(f"{skill_dir}\x00{version}".encode()).hexdigest()[:12]
+    safe = "".join(c if c.isalnum() else "_" for c in skill_dir.name)[:40]
+    return f"{PACKAGE_ROOT}.{safe}_{digest}"
+
+
+def _sibling_names(skill_dir: Path) -> frozenset[str]:
+    names = set()
+    for entry in skill_dir.iterdir():
+        if entry.suffix == ".py" and entry.stem.isidentifier():
+            names.add(entry.stem)
+        elif entry.is_dir() and (entry / "__init__.py").is_file() and entry.name.isidentifier():
+            names.add(entry.name)
+    return frozenset(names)
+
+
+def _scoped_builtins(package: str, siblings: frozenset[str]) -> dict[str, Any]:
+    """A copy of builtins whose ``__import__`` resolves the skill's own top-level modules inside its package."""
+    real_import = builtins.__import__
+
+    def skill_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        head = name.partition(".")[0]
+        if level == 0 and head in siblings:
+            module = real_import(f"{package}.{name}", globals, locals, fromlist, 0)
+            return module if fromlist else sys.modules[f"{package}.{head}"]
+        return real_import(name, globals, locals, fromlist, level)
+
+    scoped = dict(vars(builtins))
+    scoped["__import__"] = skill_import
+    return scoped
+
+
+class _SkillLoader(importlib.machinery.SourceFileLoader):
+    """Source loader that gives every module of a skill package the skill's scoped builtins."""
+
+    def __init__(self, fullname: str, path: str, scoped: dict[str, Any]) -> None:
+        super().__init__(fullname, path)
+        self._scoped = scoped
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__dict__["__builtins__"] = self._scoped
+        super().exec_module(module)
+
+
+class _SkillFinder(importlib.abc.MetaPathFinder):
+    """Finds modules of loaded skill packages (``skillyard_skills.<pkg>.<mod>``) inside their folders."""
+
+    packages: dict[str, tuple[Path, dict[str, Any]]] = {}
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if not fullname.startswith(PACKAGE_ROOT + "."):
+            return None
+        parts = fullname.split(".")
+        package = ".".join(parts[:2])
+        if package not in self.packages:
+            return None
+        folder, scoped = self.packages[package]
+        relative = parts[2:]
+        base = folder.joinpath(*relative)
+        if not relative or (base / "__init__.py").is_file():
+            init = base / "__init__.py"
+            origin = str(init) if init.is_file() else None
+            loader = _SkillLoader(fullname, origin, scoped) if origin else None
+            spec = importlib.util.spec_from_loader(fullname, loader, origin=origin, is_package=True)
+            if spec is not None:
+                spec.submodule_search_locations = [str(base)]
+            return spec
+        source = base.with_suffix(".py")
+        if source.is_file():
+            return importlib.util.spec_from_file_location(
+                fullname, source, loader=_SkillLoader(fullname, str(source), scoped)
+            )
+        return None
+
+
+_finder = _SkillFinder()
+
+
+def _ensure_root() -> None:
+    if _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
+    if PACKAGE_ROOT not in sys.modules:
+        root = ModuleType(PACKAGE_ROOT)
+        root.__path__ = []
+        sys.modules[PACKAGE_ROOT] = root
+
+
+def load_entry_module(skill_dir: Path, module_file: Path, version: Any) -> ModuleType:
+    """Import a skill's entry module (once per version of its files) under the skill's own package."""
+    key = (str(module_file), version)
+    with _lock:
+        module = _loaded.get(key)
+        if module is not None:
+            return module
+        _ensure_root()
+        package = _package_name(skill_dir, version)
+        folder = module_file.parent
+        _SkillFinder.packages[package] = (folder, _scoped_builtins(package, _sibling_names(folder)))
+        module = importlib.import_module(f"{package}.{module_file.stem}")
+        _loaded[key] = module
+        return module

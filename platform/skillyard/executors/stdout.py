@@ -1,0 +1,43 @@
+"""Reading a subprocess skill's stdout (§2.3): whole JSON → last-line JSON → media path line → plain output."""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from pathlib import Path
+from typing import Any
+
+
+def media_type(path: str) -> str:
+    """image / video / audio / file, from the extension."""
+    guessed = mimetypes.guess_type(path)[0] or ""
+    major = guessed.split("/")[0]
+    return major if major in ("image", "video", "audio") else "file"
+
+
+def parse_stdout(stdout: str, cwd: str | None) -> Any:
+    text = stdout.strip()
+    if not text:
+        return {"output": ""}
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    last = text.splitlines()[-1].strip()
+    try:
+        value = json.loads(last)
+        if isinstance(value, (dict, list)):
+            return value
+    except ValueError:
+        pass
+    candidate = Path(last)
+    if not candidate.is_absolute() and cwd:
+        candidate = Path(cwd) / candidate
+    try:
+        is_file = len(last) < 4096 and "\x00" not in last and candidate.is_file()
+    except OSError:
+        is_file = False
+    if is_file:
+        path = str(candidate.resolve())
+        return {"output": stdout, "local_path": path, "filename": candidate.name, "media": media_type(path)}
+    return {"output": stdout}

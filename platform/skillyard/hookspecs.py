@@ -1,0 +1,92 @@
+"""Every skillyard hook, declared once. The docstring of each spec is its reference documentation.
+
+Hooks are synchronous (pluggy calls them in order); a hook that needs async work may return an awaitable or a
+callable, and the host resolves it with :func:`skillyard.plugins.await_me_maybe`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import click
+
+    from .catalog.skill import Skill
+    from .yard import SkillYard
+
+hookspec = pluggy.HookspecMarker("skillyard")
+hookimpl = pluggy.HookimplMarker("skillyard")
+
+
+@hookspec
+def register_exec_types(register: Callable[..., None]) -> None:
+    """Register executors, one per exec type.
+
+    Call ``register(name, executor)`` where ``name`` is the exec type in upper case (``"PYTHON"``, ``"SHELL"``,
+    ``"HTTP"`` …) and ``executor`` is an object with ``async def run(skill, input, ctx, *, yard) -> object``.
+    The raw value it returns is normalized into an envelope by the host. Registering a name twice fails at
+    startup with a message naming both plugins.
+
+    :param register: the host's registration callback.
+    """
+
+
+@hookspec
+def register_result_processors(register: Callable[..., None]) -> None:
+    """Register result post-processors, each with an explicit order number.
+
+    Call ``register(order, name, processor)``; ``processor`` is ``async def (envelope, run) -> dict`` (or sync)
+    and returns the envelope to pass on. Processors run in ascending ``order`` on results of top-level runs only
+    (never on ``call_skill`` results). Two processors with the same order fail at startup.
+
+    :param register: the host's registration callback.
+    """
+
+
+@hookspec
+def register_commands(cli: click.Group) -> None:
+    """Add commands to the ``skillyard`` CLI.
+
+    :param cli: the root click group; use ``@cli.command()`` to add commands.
+    """
+
+
+@hookspec
+def skill_roots(yard: SkillYard) -> list[str] | None:
+    """Return extra folders to search for skills.
+
+    Plugin roots rank below ``--skills-dir`` and ``SKILLYARD_SKILLS_PATH`` and above the built-in skills.
+
+    :param yard: the host asking.
+    """
+
+
+@hookspec
+def extra_context(skill: Skill, context: dict[str, Any]) -> dict[str, Any] | None:
+    """Return extra ``runtime_context`` keys for a run (may be a dict, a callable or an awaitable).
+
+    Keys already set by the platform are not overwritten; keys starting with ``_`` stay in-process.
+
+    :param skill: the skill about to run.
+    :param context: the context built so far (read-only by convention).
+    """
+
+
+@hookspec
+def startup(yard: SkillYard) -> None:
+    """Called once when a :class:`~skillyard.SkillYard` is opened (may return an awaitable).
+
+    :param yard: the host being opened.
+    """
+
+
+@hookspec
+def shutdown(yard: SkillYard) -> None:
+    """Called once when a :class:`~skillyard.SkillYard` is closed (may return an awaitable).
+
+    :param yard: the host being closed.
+    """

@@ -1,0 +1,1 @@
+"""Running one skill: the pipeline and its steps."""

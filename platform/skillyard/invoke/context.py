@@ -1,0 +1,120 @@
+"""runtime_context (§4): fixed fields with typed empty values, the platform segment, configs in four places."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..catalog.requires import as_bool
+from ..configs.store import normalize_key
+from .identity import department_path
+
+ACTOR_KEYS = (
+    "actor_name", "actor_emp_no", "actor_department", "actor_department_path", "actor_position",
+    "actor_title", "actor_phone", "actor_email", "actor_tags", "actor_key",
+)
+#: §4.2: always present; the value is the empty value of the field's type when nothing is known.
+FIXED_FIELDS: dict[str, Any] = {
+    "raw_input": "", "attachments": [], **{k: "" for k in ACTOR_KEYS}, "actor_tags": [],
+    "channel": "", "triggered_at": 0.0, "triggered_at_str": "", "actor_id": "", "actor_is_admin": False,
+}
+#: §4.3: the platform segment, with the defaults the platform uses.
+PLATFORM_FIELDS: dict[str, Any] = {
+    "org_id": "", "role_id": "", "session_id": "", "user_id": "", "team_id": "", "team_role": "",
+    "is_admin": False, "chat_mode": False, "allow_sql": True, "workspace_dir": "",
+    "db": None, "db_factory": None, "abort_signal": None, "channel_registry": None, "request": None,
+}
+#: §4.4: cleared when an administrator fills a form on someone's behalf.
+ADMIN_CLEARED = (
+    "actor_title", "actor_department", "actor_department_path", "actor_position",
+    "actor_tags", "actor_key", "actor_id", "actor_emp_no",
+)
+#: §9.1: exactly what call_skill passes from caller to callee.
+CALL_PASS_KEYS = (
+    "role_id", "session_id", "user_id", "team_id", "org_id", "team_role", "is_admin", "channel", "chat_mode",
+    "workspace_dir", "channel_registry", "db_factory", "abort_signal", "allow_sql",
+    *ACTOR_KEYS, "actor_id", "actor_is_admin",
+)
+#: Keys a subprocess never sees, whatever their name.
+IN_PROCESS_ONLY = ("db", "db_factory", "call_skill", "abort_signal", "channel_registry", "request")
+CONFIG_KEYS = ("skill_configs", "skill_args")
+
+
+def _typed(key: str, value: Any, empty: Any) -> Any:
+    """Coerce a caller-provided value to the type of the field's empty value."""
+    if value is None:
+        return empty.copy() if isinstance(empty, list) else empty
+    if isinstance(empty, bool):
+        return as_bool(value)
+    if isinstance(empty, float):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"context field {key!r} must be a number (seconds since the epoch), got {value!r}") from None
+    if isinstance(empty, list):
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return list(value) if isinstance(value, (list, tuple)) else [value]
+    if isinstance(empty, str):
+        return value if isinstance(value, str) else str(value)
+    return value
+
+
+def base_context(given: Mapping[str, Any], now: float | None = None) -> dict[str, Any]:
+    """Fixed and platform fields from what the caller gave, typed, admin-fill cleared, paths normalized."""
+    ctx: dict[str, Any] = {}
+    for key, empty in {**FIXED_FIELDS, **PLATFORM_FIELDS}.items():
+        ctx[key] = _typed(key, given.get(key), empty)
+    for key, value in given.items():  # extra keys the caller chose to pass (e.g. org_name) stay
+        if key not in ctx and key not in CONFIG_KEYS:
+            ctx[key] = value
+    if not ctx["triggered_at"]:
+        ctx["triggered_at"] = time.time() if now is None else now
+    if not ctx["triggered_at_str"]:
+        stamp = dt.datetime.fromtimestamp(ctx["triggered_at"], tz=dt.timezone.utc)
+        ctx["triggered_at_str"] = stamp.strftime("%Y-%m-%d %H:%M")
+    ctx["actor_department_path"] = department_path(ctx["actor_department_path"])
+    if ctx["actor_is_admin"]:
+        for key in ADMIN_CLEARED:
+            ctx[key] = [] if isinstance(FIXED_FIELDS[key], list) else ""
+    return ctx
+
+
+def inject_configs(ctx: dict[str, Any], skill_name: str, configs: Mapping[str, Any], given: Mapping[str, Any]) -> None:
+    """Put configs in the four places of §5.1: nested by skill, flat in skill_configs, skill_args, top level.
+
+    Values the caller passed in ``skill_args``/``skill_configs`` (pre-fetched configs of a background run)
+    override stored ones. Top-level copies never replace a platform or fixed field.
+    """
+    merged = {normalize_key(k): v for k, v in configs.items()}
+    for source in (given.get("skill_configs"), given.get("skill_args")):
+        if isinstance(source, Mapping):
+            nested = source.get(skill_name)
+            for k, v in source.items():
+                if not isinstance(v, Mapping):
+                    merged[normalize_key(str(k))] = v
+            if isinstance(nested, Mapping):
+                merged.update({normalize_key(str(k)): v for k, v in nested.items()})
+    ctx["skill_configs"] = {**merged, skill_name: dict(merged)}
+    ctx["skill_args"] = dict(merged)
+    for key, value in merged.items():
+        if key not in FIXED_FIELDS and key not in PLATFORM_FIELDS and key not in ctx:
+            ctx[key] = value
+
+
+def callee_context(caller: Mapping[str, Any]) -> dict[str, Any]:
+    """The context call_skill hands on: exactly the §9.1 whitelist, nothing else."""
+    return {k: caller[k] for k in CALL_PASS_KEYS if k in caller}
+
+
+def subprocess_context(ctx: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON-serializable part of a context for SKILL_CONTEXT: no ``_`` keys, no live objects."""
+    out: dict[str, Any] = {}
+    for key, value in ctx.items():
+        if key.startswith("_") or key in IN_PROCESS_ONLY:
+            continue
+        if value is None or isinstance(value, (str, int, float, bool, list, dict)):
+            out[key] = value
+    return out

@@ -1,0 +1,96 @@
+"""The result envelope (§6.1): one normalization for skills, call_skill and the CLI alike."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import math
+import uuid
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import Any
+
+#: Failure fields the platform keeps as they are.
+FAILURE_FIELDS = ("user_message", "need_param", "error_type", "non_retriable", "redirect", "action_note")
+_FALSE_STRINGS = {"false", "no", "0"}
+
+
+def is_failure(value: Any) -> bool:
+    """``success``/``ok`` set to False (or a false-looking string) means failure; missing or None does not."""
+    if value is None:
+        return False
+    if isinstance(value, str):
+        return value.strip().lower() in _FALSE_STRINGS
+    return not bool(value)
+
+
+def jsonable(value: Any) -> Any:
+    """Turn what a skill returned into plain JSON values (dates as ISO text, bytes as base64, sets as lists)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, (decimal.Decimal, uuid.UUID, PurePath)):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return jsonable(value.value)
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
+    return repr(value)
+
+
+def failure(skill: str, error: str, **fields: Any) -> dict[str, Any]:
+    """A failure envelope made by the platform itself."""
+    return {"ok": False, "success": False, "error": error, "skill": skill, **fields}
+
+
+def normalize(raw: Any, skill: str) -> dict[str, Any]:
+    """Normalize a raw result: a dict with ``ok``/``success`` booleans and, on failure, a specific ``error``."""
+    if not isinstance(raw, Mapping):
+        raw = {"result": raw}
+    env = jsonable(raw)
+    failed = is_failure(env.get("success")) or is_failure(env.get("ok"))
+    env["ok"] = env["success"] = not failed
+    if failed:
+        env["skill"] = env.get("skill") or skill
+        error = env.get("error")
+        if not isinstance(error, str) or not error.strip():
+            detail = env.get("user_message") or env.get("message")
+            keys = ", ".join(sorted(k for k in env if k not in ("ok", "success", "skill"))) or "no other fields"
+            env["error"] = (
+                f"skill {skill!r} reported failure without an error message"
+                + (f": {detail}" if isinstance(detail, str) and detail.strip() else f" (it returned {keys})")
+            )
+    return env
+
+
+def from_exception(exc: BaseException, skill: str) -> dict[str, Any]:
+    """An exception raised inside a skill, as a failure envelope (the traceback goes to the log only)."""
+    message = str(exc).strip() or exc.__class__.__name__
+    return failure(
+        skill,
+        f"skill {skill!r} raised {exc.__class__.__name__}: {message}",
+        exception_type=exc.__class__.__name__,
+        error_type="transient" if isinstance(exc, OSError) else "recoverable",
+    )
+
+
+def timed_out(skill: str, seconds: float) -> dict[str, Any]:
+    """A run stopped by its wall clock."""
+    return failure(
+        skill,
+        f"skill {skill!r} did not finish within its wall clock of {seconds:g} s and was stopped",
+        timed_out=True,
+        error_type="transient",
+    )

@@ -1,0 +1,82 @@
+"""Preparing a skill's input: subcommand restore, credential handling and schema validation (§3.1, §3.2, §5.2)."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+
+from ..catalog.skill import Skill
+from .envelope import failure
+
+SUBCOMMAND = "_subcommand"
+_validators: weakref.WeakKeyDictionary[Skill, dict[str | None, Any]] = weakref.WeakKeyDictionary()
+
+
+def _validator(skill: Skill, sub: str | None) -> Any:
+    per_skill = _validators.setdefault(skill, {})
+    if sub not in per_skill:
+        schema = skill.schema.subcommands[sub] if sub else skill.schema.exposed
+        per_skill[sub] = jsonschema.validators.validator_for(schema)(schema)
+    return per_skill[sub]
+
+
+def is_empty(value: Any) -> bool:
+    """Missing for ``required``: None, "", whitespace, [] and {}; 0 and false are values."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    return isinstance(value, (list, dict)) and not value
+
+
+def _describe(schema: Mapping[str, Any], name: str) -> str:
+    prop = (schema.get("properties") or {}).get(name)
+    desc = prop.get("description") if isinstance(prop, dict) else None
+    return f" ({desc})" if isinstance(desc, str) and desc else ""
+
+
+def prepare_input(
+    skill: Skill, sub: str | None, input: Mapping[str, Any], configs: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The input the skill will get, or a recoverable failure envelope that says what to fix."""
+    data = dict(input)
+    subs = skill.schema.subcommands
+    if subs:
+        sub = sub or data.get(SUBCOMMAND)
+        if sub not in subs:
+            return data, failure(
+                skill.name, f"skill {skill.name!r} needs a subcommand: pass {SUBCOMMAND} as one of "
+                f"{', '.join(sorted(subs))} (or call the tool {skill.name}__<subcommand>)",
+                need_param=SUBCOMMAND, error_type="recoverable",
+            )
+        data[SUBCOMMAND] = sub
+    schema = subs[sub] if subs and sub else skill.schema.exposed
+    for name in skill.schema.secret_params:
+        data.pop(name, None)  # credentials come from configs, never from the caller
+    for name in schema.get("required") or []:
+        if is_empty(data.get(name)):
+            return data, failure(
+                skill.name, f"input field {name!r} is required and was missing or empty{_describe(schema, name)}; "
+                f"call {skill.name!r} again with a value for {name!r}",
+                need_param=name, error_type="recoverable",
+            )
+    validator = _validator(skill, sub if subs else None)
+    checked = {k: v for k, v in data.items() if k != SUBCOMMAND}
+    if not validator.is_valid(checked):
+        error = jsonschema.exceptions.best_match(validator.iter_errors(checked))
+        assert error is not None
+        field = next((str(p) for p in error.absolute_path), None)
+        if field is None and error.validator == "required":
+            field = str(error.message).split("'")[1] if "'" in error.message else None
+        where = f"input field {field!r}" if field else "the input"
+        return data, failure(
+            skill.name, f"{where} is invalid: {error.message}{_describe(schema, field or '')}; fix it and call again",
+            need_param=field or "", error_type="recoverable",
+        )
+    for name in skill.schema.secret_params:
+        if name in configs and not is_empty(configs[name]):
+            data[name] = configs[name]
+    return data, None

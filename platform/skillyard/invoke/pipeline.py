@@ -1,0 +1,184 @@
+"""The run pipeline: the only place that knows the order of the steps of a run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..catalog.requires import check_requirements
+from ..catalog.skill import SUBPROCESS_TYPES, Skill
+from ..errors import InvalidInput, UnknownSkill
+from ..plugins import await_me_maybe
+from . import envelope as env_mod
+from .budget import Turn
+from .calls import make_call_skill
+from .context import base_context, inject_configs
+from .inputs import prepare_input
+
+if TYPE_CHECKING:
+    from ..yard import SkillYard
+
+log = logging.getLogger("skillyard.run")
+SAFE_SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+
+@dataclass
+class Run:
+    """One run in progress: what result processors and the run log see."""
+
+    skill: Skill
+    subcommand: str | None
+    input: dict[str, Any]
+    context: dict[str, Any]
+    turn: Turn | None
+    depth: int
+    started: float = field(default_factory=time.time)
+
+
+def check_session_id(session_id: str) -> str:
+    if not SAFE_SESSION.match(session_id) or session_id in (".", ".."):
+        raise InvalidInput(
+            f"session id {session_id!r} is not a safe name: use 1-128 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit"
+        )
+    return session_id
+
+
+def _gate(yard: SkillYard, skill: Skill, configs: Mapping[str, Any]) -> dict[str, Any] | None:
+    """§2.2: skills whose requirements fail are not run; the envelope names what is missing."""
+    if skill.error:
+        return env_mod.failure(skill.name, f"skill {skill.name!r} cannot run: {skill.error}",
+                               error_type="config", non_retriable=True)
+    if skill.skill_type != "handler":
+        return env_mod.failure(
+            skill.name, f"skill {skill.name!r} is a {skill.skill_type} skill (no code to run); "
+            "skill_md skills run through the agent runtime with their SKILL.md as the manual",
+            error_type="config", non_retriable=True,
+        )
+    gate = check_requirements(skill.requires, lambda n: n in configs and str(configs[n]).strip() != ""
+                              or bool(os.environ.get(n, "").strip()))
+    if not gate.os_supported:
+        return env_mod.failure(skill.name, f"skill {skill.name!r} supports only {', '.join(skill.requires.os)}",
+                               error_type="config", non_retriable=True, os_supported=False)
+    if gate.missing_env:
+        names = ", ".join(gate.missing_env)
+        return env_mod.failure(
+            skill.name, f"skill {skill.name!r} needs configuration: {names} not set. Set it with "
+            f"'skillyard config set {skill.name} NAME=VALUE' (per role) or in the environment",
+            needs_config=list(gate.missing_env), error_type="config", non_retriable=True,
+        )
+    if gate.missing_bins:
+        names = ", ".join(gate.missing_bins)
+        return env_mod.failure(
+            skill.name, f"skill {skill.name!r} needs programs that are not on PATH: {names}; install them",
+            needs_config=[], missing_bins=list(gate.missing_bins), error_type="config", non_retriable=True,
+        )
+    return None
+
+
+def _wall_clock(yard: SkillYard, skill: Skill) -> float:
+    if skill.exec.timeout:
+        return skill.exec.timeout
+    if skill.exec.type in SUBPROCESS_TYPES or skill.exec.python_cli:
+        return yard.settings.subprocess_timeout
+    return yard.settings.wall_clock
+
+
+async def _context(yard: SkillYard, skill: Skill, given: Mapping[str, Any], configs: Mapping[str, Any],
+                   depth: int) -> dict[str, Any]:
+    ctx = base_context(given)
+    session = ctx["session_id"] or "default"
+    check_session_id(session)
+    if not ctx["workspace_dir"]:
+        ctx["workspace_dir"] = str(yard.settings.workspace_for(session))
+    Path(ctx["workspace_dir"]).mkdir(parents=True, exist_ok=True)
+    inject_configs(ctx, skill.name, configs, given)
+    if skill.code.uses_db:
+        ctx["db_factory"] = await yard.database.session_factory()
+    for extra in yard.pm.hook.extra_context(skill=skill, context=ctx):
+        values = await await_me_maybe(extra)
+        for key, value in (values or {}).items():
+            ctx.setdefault(key, value)
+    ctx["_call_depth"] = depth
+    return ctx
+
+
+async def execute(
+    yard: SkillYard,
+    name: str,
+    input: Mapping[str, Any] | None,
+    given: Mapping[str, Any],
+    turn: Turn | None = None,
+    depth: int = 0,
+) -> dict[str, Any]:
+    """Run a skill by name, alias or tool name and return its normalized envelope."""
+    if input is None:
+        input = {}
+    if not isinstance(input, Mapping):
+        raise InvalidInput(f"the input of {name!r} must be a JSON object, not {type(input).__name__}")
+    resolved = yard.catalog.resolve(name)
+    if resolved is None:
+        if depth:
+            return env_mod.failure(name, f"call_skill: no skill named {name!r}")
+        raise UnknownSkill(name, list(yard.catalog.by_name))
+    skill, sub = resolved
+    if turn is not None and depth == 0:
+        refused = turn.refuse(skill.name, input)
+        if refused is not None:
+            return refused
+    role = str(given.get("role_id") or "")
+    configs = await yard.configs.get(role, skill.name)
+    envelope = _gate(yard, skill, configs)
+    if envelope is None:
+        data, envelope = prepare_input(skill, sub, input, configs)
+    if envelope is None:
+        if depth:  # §9.1: a callee's own configs fill the fields its caller left out
+            props = skill.schema.full.get("properties") or {}
+            data.update({k: v for k, v in configs.items() if k in props and k not in data})
+        run = Run(skill, sub, data, await _context(yard, skill, given, configs, depth), turn, depth)
+        envelope = await _execute(yard, run)
+        if depth == 0:
+            for processor in yard.registries.processors:
+                envelope = await await_me_maybe(processor.func(envelope, run))
+        yard.runlog.add(run, envelope)
+        if turn is not None and depth == 0:
+            turn.record(skill.name, input, envelope)
+    return envelope
+
+
+async def _execute(yard: SkillYard, run: Run) -> dict[str, Any]:
+    """Steps 5-6: the executor under the wall clock, then normalization; a live db session if the skill uses it."""
+    skill, ctx = run.skill, run.context
+    executor = yard.registries.executor(skill.exec.type or "", f"skill {skill.name!r} ({skill.manifest.path})")
+    in_process = skill.exec.type == "PYTHON" and not skill.exec.python_cli
+    if in_process:
+        ctx["call_skill"] = make_call_skill(yard, skill.name, ctx, run.depth)
+    session = None
+    if in_process and skill.code.uses_db and skill.code.entry_is_async:
+        session = await yard.database.session()
+        ctx["db"] = session
+    seconds = _wall_clock(yard, skill)
+    task = asyncio.ensure_future(executor.run(skill, run.input, ctx, yard=yard))
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+        if not done:  # the wall clock, not a TimeoutError the skill raised itself
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            log.warning("skill %r stopped by its wall clock (%g s)", skill.name, seconds)
+            return env_mod.timed_out(skill.name, seconds)
+        return env_mod.normalize(task.result(), skill.name)
+    except Exception as exc:
+        log.error("skill %r raised %s", skill.name, exc.__class__.__name__, exc_info=exc)
+        return env_mod.from_exception(exc, skill.name)
+    finally:
+        if not task.done():  # our caller was cancelled: stop the skill too
+            task.cancel()
+        if session is not None:
+            await session.close()

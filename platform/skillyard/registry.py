@@ -1,0 +1,96 @@
+"""Registries filled through the registration hooks: exec types and result processors.
+
+The host owns the ``register`` callbacks, so it can validate names, reject duplicates with a message that
+names both plugins, and remember which plugin registered what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pluggy
+
+from .errors import DuplicateRegistration, UnknownExecType
+
+
+class Executor(Protocol):
+    """What an exec-type plugin registers."""
+
+    async def run(self, skill: Any, input: dict[str, Any], ctx: dict[str, Any], *, yard: Any) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ResultProcessor:
+    """One step of the result post-processing chain."""
+
+    order: int
+    name: str
+    plugin: str
+    func: Callable[..., Any]
+
+
+@dataclass
+class Registries:
+    """Exec types and result processors, as registered by the loaded plugins."""
+
+    exec_types: dict[str, Executor] = field(default_factory=dict)
+    exec_type_plugins: dict[str, str] = field(default_factory=dict)
+    processors: list[ResultProcessor] = field(default_factory=list)
+
+    def executor(self, exec_type: str, where: str) -> Executor:
+        """The executor for ``exec_type``; ``where`` names the skill for the error message."""
+        try:
+            return self.exec_types[exec_type]
+        except KeyError:
+            known = ", ".join(sorted(self.exec_types))
+            raise UnknownExecType(
+                f"{where} declares exec type {exec_type!r}; known: {known}. "
+                "Fix exec.primary.type in its frontmatter or install the plugin that provides it."
+            ) from None
+
+
+def _call_per_plugin(pm: pluggy.PluginManager, hook_name: str, make_kwargs: Callable[[str], dict[str, Any]]) -> None:
+    """Call a hook through pluggy once per implementing plugin, so each call knows its plugin's name."""
+    caller = getattr(pm.hook, hook_name)
+    plugins = [impl.plugin for impl in caller.get_hookimpls()]
+    for impl in reversed(caller.get_hookimpls()):  # pluggy calls last-registered first; keep that order
+        others = [p for p in plugins if p is not impl.plugin]
+        pm.subset_hook_caller(hook_name, remove_plugins=others)(**make_kwargs(impl.plugin_name))
+
+
+def collect_registries(pm: pluggy.PluginManager) -> Registries:
+    """Ask every plugin for its exec types and result processors; fail on duplicates."""
+    reg = Registries()
+    processor_at: dict[int, ResultProcessor] = {}
+
+    def exec_register(plugin: str) -> dict[str, Any]:
+        def register(name: str, executor: Executor) -> None:
+            key = name.upper()
+            if key in reg.exec_types:
+                raise DuplicateRegistration(
+                    f"exec type {key!r} is registered by both {reg.exec_type_plugins[key]!r} and {plugin!r}; "
+                    "unregister one of them (SKILLYARD_LOAD_PLUGINS restricts which plugins load)."
+                )
+            reg.exec_types[key] = executor
+            reg.exec_type_plugins[key] = plugin
+
+        return {"register": register}
+
+    def processor_register(plugin: str) -> dict[str, Any]:
+        def register(order: int, name: str, processor: Callable[..., Any]) -> None:
+            if order in processor_at:
+                first = processor_at[order]
+                raise DuplicateRegistration(
+                    f"result processors {first.name!r} ({first.plugin}) and {name!r} ({plugin}) both use order "
+                    f"{order}; give one of them a free order number."
+                )
+            processor_at[order] = ResultProcessor(order, name, plugin, processor)
+
+        return {"register": register}
+
+    _call_per_plugin(pm, "register_exec_types", exec_register)
+    _call_per_plugin(pm, "register_result_processors", processor_register)
+    reg.processors = [processor_at[k] for k in sorted(processor_at)]
+    return reg

@@ -1,0 +1,49 @@
+"""Settings from the environment: where skillyard keeps its files, which database, which skill roots, limits."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def _float_env(name: str, default: float) -> float:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not a number; set it to seconds, e.g. {name}={default:g}") from None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved once per SkillYard; environment variables override defaults."""
+
+    home: Path
+    database_url: str | None
+    skills_path: tuple[Path, ...] = ()
+    subprocess_timeout: float = 60.0
+    wall_clock: float = 240.0
+    secret_key: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        home = Path(os.environ.get("SKILLYARD_HOME") or Path.home() / ".skillyard").expanduser()
+        path = os.environ.get("SKILLYARD_SKILLS_PATH", "")
+        return cls(
+            home=home,
+            database_url=os.environ.get("SKILLYARD_DATABASE_URL") or None,
+            skills_path=tuple(Path(p).expanduser() for p in path.split(os.pathsep) if p.strip()),
+            subprocess_timeout=_float_env("SKILLYARD_SUBPROCESS_TIMEOUT", 60.0),
+            wall_clock=_float_env("SKILLYARD_WALL_CLOCK", 240.0),
+            secret_key=os.environ.get("SKILLYARD_SECRET_KEY") or None,
+        )
+
+    @property
+    def embedded_pgdata(self) -> Path:
+        return self.home / "pg"
+
+    def workspace_for(self, session_id: str) -> Path:
+        return self.home / "workspaces" / session_id

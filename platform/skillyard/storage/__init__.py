@@ -1,0 +1,1 @@
+"""Async SQLAlchemy engine and sessions, the embedded PostgreSQL, platform tables and their migrations."""

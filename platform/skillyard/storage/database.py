@@ -1,0 +1,77 @@
+"""The database a SkillYard uses: opened lazily, migrated on first open, shared by every run of the process."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from ..errors import StorageError
+from .embedded import embedded_exists, start_embedded
+from .migrate import upgrade
+
+
+def to_async_url(url: str) -> str:
+    """Accept ``postgresql://`` / ``postgres://`` URLs and use the asyncpg driver."""
+    for prefix in ("postgresql+asyncpg://", "postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+asyncpg://" + url[len(prefix) :]
+    raise StorageError(
+        f"SKILLYARD_DATABASE_URL must be a PostgreSQL URL (postgresql://user:pass@host/db), got {url.split(':')[0]}://…"
+    )
+
+
+class Database:
+    """Engine and session factory, created on first use; migrations run once when first opened."""
+
+    def __init__(self, url: str | None, pgdata: Path) -> None:
+        self._url = url
+        self._pgdata = pgdata
+        self._engine: AsyncEngine | None = None
+        self._sessions: async_sessionmaker[AsyncSession] | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def is_open(self) -> bool:
+        return self._engine is not None
+
+    @property
+    def exists(self) -> bool:
+        """A database is configured or the embedded one was initialised, so stored rows may exist."""
+        return self._url is not None or embedded_exists(self._pgdata)
+
+    async def engine(self) -> AsyncEngine:
+        """The engine, starting the embedded server and running migrations on first call."""
+        if self._engine is not None:
+            return self._engine
+        async with self._lock:
+            if self._engine is None:
+                url = self._url or await asyncio.to_thread(start_embedded, self._pgdata)
+                engine = create_async_engine(to_async_url(url), pool_pre_ping=False)
+                try:
+                    await upgrade(engine)
+                except OSError as exc:
+                    await engine.dispose()
+                    raise StorageError(
+                        f"cannot reach PostgreSQL ({exc}); check SKILLYARD_DATABASE_URL or unset it to use "
+                        "the embedded server"
+                    ) from exc
+                self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+                self._engine = engine
+        return self._engine
+
+    async def session_factory(self) -> async_sessionmaker[AsyncSession]:
+        await self.engine()
+        assert self._sessions is not None
+        return self._sessions
+
+    async def session(self) -> AsyncSession:
+        """A new session (the caller closes it)."""
+        return (await self.session_factory())()
+
+    async def close(self) -> None:
+        if self._engine is not None:
+            await self._engine.dispose()
+            self._engine = None
+            self._sessions = None

@@ -1,0 +1,1 @@
+"""Alembic migration environment for the platform tables."""

@@ -1,0 +1,162 @@
+"""SkillYard: owns the settings, the catalog, storage, configs and the plugin registries; runs skills."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .catalog.catalog import Catalog, Entry
+from .catalog.roots import Root
+from .catalog.skill import Skill
+from .configs.crypto import Cipher, load_key
+from .configs.store import ConfigStore
+from .errors import SkillyardError, UnknownSkill
+from .invoke import pipeline
+from .invoke.budget import Turn
+from .plugins import await_me_maybe, load_plugins
+from .registry import Registries, collect_registries
+from .settings import Settings
+from .storage.database import Database
+from .storage.runlog import RunLog
+
+log = logging.getLogger("skillyard")
+READ_LIMIT = 40_000
+BUILTIN_ROOT_PLUGIN = "skillyard.catalog.builtin_root"
+
+
+class SkillYard:
+    """The host. Use as ``async with SkillYard(skills_dirs=[...]) as yard: await yard.run(name, input)``."""
+
+    def __init__(
+        self,
+        skills_dirs: Sequence[str | os.PathLike[str]] | None = None,
+        *,
+        include_builtin: bool = True,
+        settings: Settings | None = None,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self.pm = load_plugins()
+        self.registries: Registries = collect_registries(self.pm)
+        self.database = Database(self.settings.database_url, self.settings.embedded_pgdata)
+        self.configs = ConfigStore(self.database, lambda: Cipher(load_key(self.settings.home, self.settings.secret_key)))
+        self.runlog = RunLog(self.database)
+        self.catalog = Catalog(self._roots([Path(d) for d in skills_dirs or []], include_builtin))
+        self.catalog.scan()
+        self._opened = False
+
+    def _roots(self, explicit: list[Path], include_builtin: bool) -> list[Root]:
+        """Precedence: explicit dirs, SKILLYARD_SKILLS_PATH, plugin roots, built-in skills."""
+        for path in explicit:
+            if not path.is_dir():
+                raise SkillyardError(f"skills directory {str(path)!r} does not exist or is not a folder")
+        roots: list[Root] = []
+        seen: set[Path] = set()
+
+        def add(path: Path, source: str) -> None:
+            resolved = path.expanduser().resolve()
+            if resolved not in seen and resolved.is_dir():
+                seen.add(resolved)
+                roots.append(Root(resolved, len(roots), source))
+
+        for path in explicit:
+            add(path, "local")
+        for path in self.settings.skills_path:
+            add(path, "local")
+        builtin = [p for n, p in self.pm.list_name_plugin() if n == BUILTIN_ROOT_PLUGIN]
+        others = [p for n, p in self.pm.list_name_plugin() if n != BUILTIN_ROOT_PLUGIN]
+        for result in self.pm.subset_hook_caller("skill_roots", remove_plugins=builtin)(yard=self):
+            for path in result or []:
+                add(Path(path), "plugin")
+        if include_builtin:
+            for result in self.pm.subset_hook_caller("skill_roots", remove_plugins=others)(yard=self):
+                for path in result or []:
+                    add(Path(path), "builtin")
+        return roots
+
+    # lifecycle -------------------------------------------------------------------------------------------
+    async def open(self) -> SkillYard:
+        if not self._opened:
+            self._opened = True
+            for result in self.pm.hook.startup(yard=self):
+                await await_me_maybe(result)
+        return self
+
+    async def close(self) -> None:
+        if self._opened:
+            self._opened = False
+            for result in self.pm.hook.shutdown(yard=self):
+                await await_me_maybe(result)
+        await self.runlog.close()
+        await self.database.close()
+
+    async def __aenter__(self) -> SkillYard:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # catalog ---------------------------------------------------------------------------------------------
+    def rescan(self) -> int:
+        """Pick up skill folders added, changed or removed; return how many folders were re-read."""
+        return self.catalog.scan()
+
+    @property
+    def entries(self) -> list[Entry]:
+        return self.catalog.entries
+
+    def skill(self, name: str) -> Skill:
+        """A skill by name, alias or tool name."""
+        found = self.catalog.resolve(name)
+        if found is None:
+            raise UnknownSkill(name, list(self.catalog.by_name))
+        return found[0]
+
+    def read_skill_file(self, name: str, path: str = "SKILL.md", offset: int = 0) -> dict[str, Any]:
+        """Up to 40,000 characters of a file inside a skill's folder, from ``offset``; binary files get a stub."""
+        skill = self.skill(name)
+        base = skill.dir.resolve()
+        target = (base / path).resolve() if path != "SKILL.md" else skill.manifest.path.resolve()
+        if not target.is_relative_to(base) and target != skill.manifest.path.resolve():
+            raise SkillyardError(f"{path!r} is outside the folder of skill {skill.name!r}; use a path inside {base}")
+        if not target.is_file():
+            raise SkillyardError(f"skill {skill.name!r} has no file {path!r}")
+        if offset < 0:
+            raise SkillyardError(f"offset must be 0 or more, got {offset}")
+        raw = target.read_bytes()
+        if b"\x00" in raw[:8192]:
+            return {"path": path, "binary": True, "size": len(raw), "content": f"[binary file, {len(raw)} bytes]",
+                    "offset": 0, "next_offset": None, "total_chars": 0, "truncated": False}
+        text = raw.decode("utf-8", "replace")
+        chunk = text[offset : offset + READ_LIMIT]
+        end = offset + len(chunk)
+        return {"path": path, "binary": False, "content": chunk, "offset": offset,
+                "next_offset": end if end < len(text) else None, "total_chars": len(text),
+                "truncated": end < len(text)}
+
+    # running ---------------------------------------------------------------------------------------------
+    def new_turn(self, session_id: str = "", channel: str = "", **context: Any) -> Turn:
+        """A turn: its runs share a failure budget (and, for chats, chat_mode)."""
+        if session_id:
+            pipeline.check_session_id(session_id)
+        return Turn(session_id=session_id, channel=channel, context={"chat_mode": True, **context})
+
+    async def run(
+        self,
+        name: str,
+        input: Mapping[str, Any] | None = None,
+        context: Mapping[str, Any] | None = None,
+        turn: Turn | None = None,
+    ) -> dict[str, Any]:
+        """Run a skill by name, alias or tool name; return the normalized envelope (a JSON-serializable dict)."""
+        given: dict[str, Any] = {}
+        if turn is not None:
+            given.update({"session_id": turn.session_id, "channel": turn.channel, **turn.context})
+        given.update(context or {})
+        return await pipeline.execute(self, name, input, given, turn=turn)
+
+    async def run_nested(self, name: str, input: Mapping[str, Any], context: Mapping[str, Any], depth: int) -> dict[str, Any]:
+        """A call_skill run: no result post-processing, no turn budget."""
+        return await pipeline.execute(self, name, input, context, depth=depth)
