@@ -39,9 +39,7 @@ class SchemaInfo:
 
 def _repair_properties(schema: dict[str, Any], where: str, warnings: list[str]) -> str | None:
     """Fix bare-string property values; return an error for shapes providers reject."""
-    props = schema.get("properties")
-    if props is None:
-        return None
+    props = schema.get("properties", {})
     if not isinstance(props, dict):
         return f"{where}: 'properties' must be an object mapping names to schemas"
     for name, value in list(props.items()):
@@ -56,7 +54,12 @@ def _repair_properties(schema: dict[str, Any], where: str, warnings: list[str]) 
                 return err
     for key in ("additionalProperties", "items"):
         value = schema.get(key)
-        if value is None or isinstance(value, (bool, dict)):
+        if value is None or isinstance(value, bool):
+            continue
+        if isinstance(value, dict):
+            err = _repair_properties(value, f"{where}.{key}", warnings)
+            if err:
+                return err
             continue
         if isinstance(value, str) and value.lower() in ("true", "false"):
             schema[key] = value.lower() == "true"

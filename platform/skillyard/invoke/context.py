@@ -82,24 +82,30 @@ def base_context(given: Mapping[str, Any], now: float | None = None) -> dict[str
     return ctx
 
 
-def inject_configs(ctx: dict[str, Any], skill_name: str, configs: Mapping[str, Any], given: Mapping[str, Any]) -> None:
-    """Put configs in the four places of §5.1: nested by skill, flat in skill_configs, skill_args, top level.
+def effective_configs(skill_name: str, stored: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """Stored configs, overridden by what the caller passed in ``skill_configs``/``skill_args``.
 
-    Values the caller passed in ``skill_args``/``skill_configs`` (pre-fetched configs of a background run)
-    override stored ones. Top-level copies never replace a platform or fixed field.
+    Callers pass configs for background runs (pre-fetched before dispatch, §8) and for tests; keys are
+    normalized (``--api-token`` → ``api_token``).
     """
-    merged = {normalize_key(k): v for k, v in configs.items()}
+    merged = {normalize_key(k): v for k, v in stored.items()}
     for source in (given.get("skill_configs"), given.get("skill_args")):
         if isinstance(source, Mapping):
+            merged.update({normalize_key(str(k)): v for k, v in source.items() if not isinstance(v, Mapping)})
             nested = source.get(skill_name)
-            for k, v in source.items():
-                if not isinstance(v, Mapping):
-                    merged[normalize_key(str(k))] = v
             if isinstance(nested, Mapping):
                 merged.update({normalize_key(str(k)): v for k, v in nested.items()})
-    ctx["skill_configs"] = {**merged, skill_name: dict(merged)}
-    ctx["skill_args"] = dict(merged)
-    for key, value in merged.items():
+    return merged
+
+
+def inject_configs(ctx: dict[str, Any], skill_name: str, configs: Mapping[str, Any]) -> None:
+    """Put configs in the four places of §5.1: nested by skill, flat in skill_configs, skill_args, top level.
+
+    Top-level copies never replace a platform or fixed field.
+    """
+    ctx["skill_configs"] = {**configs, skill_name: dict(configs)}
+    ctx["skill_args"] = dict(configs)
+    for key, value in configs.items():
         if key not in FIXED_FIELDS and key not in PLATFORM_FIELDS and key not in ctx:
             ctx[key] = value
 

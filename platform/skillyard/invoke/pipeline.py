@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..catalog.requires import check_requirements
 from ..catalog.skill import SUBPROCESS_TYPES, Skill
-from ..errors import InvalidInput, UnknownSkill
+from ..errors import InvalidInput, UnknownExecType, UnknownSkill
 from ..plugins import await_me_maybe
 from . import envelope as env_mod
 from .budget import Turn
 from .calls import make_call_skill
-from .context import base_context, inject_configs
+from .context import base_context, effective_configs, inject_configs
 from .inputs import prepare_input
 
 if TYPE_CHECKING:
@@ -62,6 +62,10 @@ def _gate(yard: SkillYard, skill: Skill, configs: Mapping[str, Any]) -> dict[str
             "skill_md skills run through the agent runtime with their SKILL.md as the manual",
             error_type="config", non_retriable=True,
         )
+    try:
+        yard.registries.executor(skill.exec.type or "", f"skill {skill.name!r} ({skill.manifest.path})")
+    except UnknownExecType as exc:
+        return env_mod.failure(skill.name, str(exc), error_type="config", non_retriable=True)
     gate = check_requirements(skill.requires, lambda n: n in configs and str(configs[n]).strip() != ""
                               or bool(os.environ.get(n, "").strip()))
     if not gate.os_supported:
@@ -99,7 +103,7 @@ async def _context(yard: SkillYard, skill: Skill, given: Mapping[str, Any], conf
     if not ctx["workspace_dir"]:
         ctx["workspace_dir"] = str(yard.settings.workspace_for(session))
     Path(ctx["workspace_dir"]).mkdir(parents=True, exist_ok=True)
-    inject_configs(ctx, skill.name, configs, given)
+    inject_configs(ctx, skill.name, configs)
     if skill.code.uses_db:
         ctx["db_factory"] = await yard.database.session_factory()
     for extra in yard.pm.hook.extra_context(skill=skill, context=ctx):
@@ -134,7 +138,7 @@ async def execute(
         if refused is not None:
             return refused
     role = str(given.get("role_id") or "")
-    configs = await yard.configs.get(role, skill.name)
+    configs = effective_configs(skill.name, await yard.configs.get(role, skill.name), given)
     envelope = _gate(yard, skill, configs)
     if envelope is None:
         data, envelope = prepare_input(skill, sub, input, configs)

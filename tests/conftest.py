@@ -1,0 +1,79 @@
+"""Shared fixtures: an isolated SKILLYARD_HOME per test, one real PostgreSQL per session, skill-folder builders."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+# Tests never autoload third-party plugins (an empty allow-list loads none).
+os.environ["SKILLYARD_LOAD_PLUGINS"] = ""
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """SKILLYARD_DATABASE_URL when set, else the embedded PostgreSQL in a session temp folder."""
+    configured = os.environ.get("SKILLYARD_DATABASE_URL")
+    if configured:
+        yield configured
+        return
+    from skillyard.storage.embedded import start_embedded
+
+    with tempfile.TemporaryDirectory(prefix="skillyard-pg-") as tmp:
+        yield start_embedded(Path(tmp) / "pg")
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh SKILLYARD_HOME; no database configured unless a test asks for ``db_env``."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("SKILLYARD_HOME", str(home))
+    monkeypatch.delenv("SKILLYARD_DATABASE_URL", raising=False)
+    monkeypatch.delenv("SKILLYARD_SKILLS_PATH", raising=False)
+    return home
+
+
+@pytest.fixture
+def db_env(database_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point SkillYard at the session's real PostgreSQL."""
+    monkeypatch.setenv("SKILLYARD_DATABASE_URL", database_url)
+    return database_url
+
+
+SkillFactory = Callable[..., Path]
+
+
+@pytest.fixture
+def skills_root(tmp_path: Path) -> Path:
+    root = tmp_path / "skills"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def make_skill(skills_root: Path) -> SkillFactory:
+    """``make_skill("name", frontmatter="description: x", files={"handler.py": "..."})`` → the skill folder."""
+
+    def make(
+        name: str,
+        frontmatter: str | None = None,
+        body: str = "Instructions.\n",
+        files: dict[str, str] | None = None,
+        root: Path | None = None,
+    ) -> Path:
+        folder = (root or skills_root) / name
+        folder.mkdir(parents=True, exist_ok=True)
+        fm = frontmatter if frontmatter is not None else f"name: {name.split('/')[-1]}\ndescription: Test skill {name}"
+        (folder / "SKILL.md").write_text(f"---\n{textwrap.dedent(fm).strip()}\n---\n{body}", encoding="utf-8")
+        for rel, content in (files or {}).items():
+            path = folder / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
+        return folder
+
+    return make

@@ -1,0 +1,221 @@
+"""Every hook works for a third-party plugin exactly as for the built-ins; duplicates fail with both names."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from skillyard import SkillYard, hookimpl, hookspecs
+from skillyard.errors import DuplicateRegistration
+from skillyard.plugins import pm
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
+
+
+def hook_names() -> list[str]:
+    return [n for n in dir(hookspecs) if getattr(getattr(hookspecs, n), "skillyard_spec", None) is not None]
+
+
+@pytest.fixture
+def register():
+    added = []
+
+    def add(plugin, name):
+        pm.register(plugin, name=name)
+        added.append(plugin)
+
+    yield add
+    for plugin in added:
+        pm.unregister(plugin)
+
+
+class EchoExecutor:
+    async def run(self, skill, input, ctx, *, yard):
+        return {"echoed": input, "by": "ECHO"}
+
+
+async def test_register_exec_types(register, make_skill, skills_root):
+    class Plugin:
+        @hookimpl
+        def register_exec_types(self, register):
+            register("echo", EchoExecutor())
+
+    register(Plugin(), "echo-plugin")
+    make_skill("e", frontmatter="name: e\ndescription: d\nexec:\n  primary:\n    type: ECHO")
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        assert yard.registries.exec_type_plugins["ECHO"] == "echo-plugin"
+        env = await yard.run("e", {"x": 1})
+    assert env["echoed"] == {"x": 1} and env["ok"] is True
+
+
+async def test_unknown_exec_type_is_a_precise_failure(make_skill, skills_root):
+    make_skill("e", frontmatter="name: e\ndescription: d\nexec:\n  primary:\n    type: FOO")
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        env = await yard.run("e")
+    assert env["ok"] is False and "declares exec type 'FOO'" in env["error"] and "PYTHON" in env["error"]
+
+
+def test_register_exec_types_duplicates_name_both_plugins(register):
+    class Plugin:
+        @hookimpl
+        def register_exec_types(self, register):
+            register("PYTHON", EchoExecutor())
+
+    register(Plugin(), "shadowing-plugin")
+    with pytest.raises(DuplicateRegistration, match="'PYTHON' is registered by both") as err:
+        SkillYard(include_builtin=False)
+    assert "skillyard.executors.inprocess" in str(err.value) and "shadowing-plugin" in str(err.value)
+
+
+async def test_register_result_processors_run_in_order(register, make_skill, skills_root):
+    class Plugin:
+        @hookimpl
+        def register_result_processors(self, register):
+            register(20, "second", lambda env, run: {**env, "trail": env.get("trail", "") + "2"})
+
+            async def first(env, run):
+                await asyncio.sleep(0)
+                return {**env, "trail": env.get("trail", "") + "1", "skill_seen": run.skill.name}
+
+            register(10, "first", first)
+
+    register(Plugin(), "processors")
+    make_skill("p", files={"handler.py": "async def execute(i, c):\n    return {}\n"})
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        env = await yard.run("p")
+    assert env["trail"] == "12" and env["skill_seen"] == "p"
+
+
+def test_register_result_processors_duplicate_order(register):
+    class A:
+        @hookimpl
+        def register_result_processors(self, register):
+            register(7, "a", lambda e, r: e)
+
+    class B:
+        @hookimpl
+        def register_result_processors(self, register):
+            register(7, "b", lambda e, r: e)
+
+    register(A(), "plugin-a")
+    register(B(), "plugin-b")
+    with pytest.raises(DuplicateRegistration, match="both use order 7"):
+        SkillYard(include_builtin=False)
+
+
+async def test_skill_roots_rank_between_env_and_builtin(register, make_skill, tmp_path, monkeypatch):
+    plugin_root = tmp_path / "plugin_root"
+    env_root = tmp_path / "env_root"
+    make_skill("x", frontmatter="name: x\ndescription: from plugin", root=plugin_root)
+    make_skill("y", frontmatter="name: y\ndescription: from plugin", root=plugin_root)
+    make_skill("y", frontmatter="name: y\ndescription: from env", root=env_root)
+    monkeypatch.setenv("SKILLYARD_SKILLS_PATH", str(env_root))
+
+    class Plugin:
+        @hookimpl
+        def skill_roots(self, yard):
+            return [str(plugin_root)]
+
+    register(Plugin(), "roots")
+    yard = SkillYard(include_builtin=False)
+    assert yard.skill("x").description == "from plugin" and yard.skill("x").source == "plugin"
+    assert yard.skill("y").description == "from env"
+
+
+async def test_extra_context_sync_and_async(register, make_skill, skills_root):
+    class Plugin:
+        @hookimpl
+        def extra_context(self, skill, context):
+            return {"tenant": "acme", "org_id": "must-not-override"}
+
+    class AsyncPlugin:
+        @hookimpl
+        def extra_context(self, skill, context):
+            async def later():
+                await asyncio.sleep(0)
+                return {"fetched_for": skill.name, "_private": 1}
+            return later()
+
+    register(Plugin(), "ctx-sync")
+    register(AsyncPlugin(), "ctx-async")
+    make_skill("c", files={"handler.py": """
+        async def execute(input, ctx):
+            return {"tenant": ctx["tenant"], "for": ctx["fetched_for"], "org": ctx["org_id"], "p": ctx["_private"]}
+    """})
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        env = await yard.run("c", context={"org_id": "o1"})
+    assert (env["tenant"], env["for"], env["org"], env["p"]) == ("acme", "c", "o1", 1)
+
+
+async def test_startup_and_shutdown(register):
+    events = []
+
+    class Plugin:
+        @hookimpl
+        def startup(self, yard):
+            async def go():
+                events.append(("startup", type(yard).__name__))
+            return go
+
+        @hookimpl
+        def shutdown(self, yard):
+            events.append(("shutdown", type(yard).__name__))
+
+    register(Plugin(), "lifecycle")
+    async with SkillYard(include_builtin=False):
+        assert events == [("startup", "SkillYard")]
+    assert events[-1] == ("shutdown", "SkillYard")
+
+
+def test_register_commands(register):
+    from skillyard.cli import cli
+
+    class Plugin:
+        @hookimpl
+        def register_commands(self, cli):
+            @cli.command(name="hello-plugin")
+            def hello_plugin():
+                """Say hi."""
+                click.echo("hi from a plugin")
+
+    register(Plugin(), "commands")
+    pm.hook.register_commands(cli=cli)
+    try:
+        result = CliRunner().invoke(cli, ["hello-plugin"])
+        assert result.exit_code == 0 and "hi from a plugin" in result.output
+        listed = CliRunner().invoke(cli, ["plugins", "--json"])
+        assert '"commands"' in listed.output and "register_commands" in listed.output
+    finally:
+        cli.commands.pop("hello-plugin", None)
+
+
+def test_load_plugins_allow_list(monkeypatch, tmp_path):
+    """SKILLYARD_LOAD_PLUGINS restricts entry-point plugins; empty loads none (checked in a fresh process)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os; os.environ['SKILLYARD_LOAD_PLUGINS']=''; "
+        "from skillyard.plugins import load_plugins, plugin_table; load_plugins(); "
+        "print(len(plugin_table(False)), len(plugin_table(True)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "0" and int(out[1]) >= 5
+
+
+def test_every_hook_has_a_test_and_a_docs_heading():
+    tests = Path(__file__).read_text()
+    docs = DOCS.read_text() if DOCS.exists() else ""
+    for name in hook_names():
+        assert f"def test_{name}" in tests, f"hook {name} has no test_{name} in tests/test_hooks.py"
+        import inspect
+
+        params = ", ".join(inspect.signature(getattr(hookspecs, name)).parameters)
+        assert re.search(rf"^#+ {re.escape(name)}\({re.escape(params)}\)\s*$", docs, re.M), (
+            f"docs/hooks.md has no heading '{name}({params})'"
+        )
