@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from pathlib import Path
 
 from alembic import command
@@ -23,7 +25,21 @@ def _upgrade(connection: Connection) -> None:
     command.upgrade(alembic_config(connection), "head")
 
 
+_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+_migrated: set[str] = set()
+
+
 async def upgrade(engine: AsyncEngine) -> None:
-    """Bring the ``skillyard`` schema to the newest revision (serialised across processes by a lock)."""
-    async with engine.begin() as conn:
-        await conn.run_sync(_upgrade)
+    """Bring the ``skillyard`` schema to the newest revision, once per database per process.
+
+    Alembic's ``context`` is process-global, so runs in one process are serialised by a lock; across processes
+    the migration environment takes a PostgreSQL advisory lock.
+    """
+    key = engine.url.render_as_string(hide_password=False)
+    lock = _locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+    async with lock:
+        if key in _migrated:
+            return
+        async with engine.begin() as conn:
+            await conn.run_sync(_upgrade)
+        _migrated.add(key)

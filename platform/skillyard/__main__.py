@@ -1,0 +1,5 @@
+"""``python -m skillyard`` runs the CLI."""
+
+from .cli import main
+
+main()
