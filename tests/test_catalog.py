@@ -75,7 +75,13 @@ def test_lookup_order_for_dropped_in_folders(skills_root):
     (custom / "skill.json").write_text(json.dumps({"skill_md": "MANUAL.md"}))
     (custom / "MANUAL.md").write_text("---\nname: via_skill_md\ndescription: d\n---\n")
     yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
-    assert set(entries_by_name(yard)) == {"via_origin", "via_optional", "via_docs", "via_readme", "via_skill_md"}
+    assert set(entries_by_name(yard)) == {
+        "via_origin",
+        "via_optional",
+        "via_docs",
+        "via_readme",
+        "via_skill_md",
+    }
 
 
 def test_precedence_and_shadowing(make_skill, tmp_path, monkeypatch):
@@ -114,7 +120,12 @@ def test_missing_skills_dir_is_a_clear_error(tmp_path):
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("here.now", "here_now"), ("2048", "skill_2048"), ("fetch_price", "fetch_price"), ("my-skill", "my-skill")],
+    [
+        ("here.now", "here_now"),
+        ("2048", "skill_2048"),
+        ("fetch_price", "fetch_price"),
+        ("my-skill", "my-skill"),
+    ],
 )
 def test_safe_tool_names(name, expected):
     assert safe_tool_name(name) == expected
@@ -146,12 +157,20 @@ def test_skill_types_and_exposure(make_skill, skills_root):
     make_skill("code", files={"handler.py": HANDLER})
     make_skill("doc")
     make_skill("know", frontmatter="name: know\ndescription: d\nskill_type: knowledge")
-    make_skill("hidden", frontmatter="name: hidden\ndescription: d\ntrigger-type: auto", files={"handler.py": HANDLER})
+    make_skill(
+        "hidden",
+        frontmatter="name: hidden\ndescription: d\ntrigger-type: auto",
+        files={"handler.py": HANDLER},
+    )
     make_skill("nested_trigger", frontmatter="name: nested_trigger\ndescription: d\ntrigger:\n  type: explicit")
     make_skill("no_entry", files={"handler.py": "def helper():\n    return 1\n"})
     yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
     d = {x["name"]: x for x in (describe_entry(e) for e in yard.entries)}
-    assert (d["code"]["skill_type"], d["code"]["exec_type"], d["code"]["exposed"]) == ("handler", "PYTHON", True)
+    assert (d["code"]["skill_type"], d["code"]["exec_type"], d["code"]["exposed"]) == (
+        "handler",
+        "PYTHON",
+        True,
+    )
     assert (d["doc"]["skill_type"], d["doc"]["exec_type"], d["doc"]["exposed"]) == ("skill_md", None, True)
     assert d["know"]["exposed"] is False and d["know"]["trigger_type"] == "explicit"
     assert d["hidden"]["exposed"] is False and d["hidden"]["trigger_type"] == "auto"
@@ -186,8 +205,11 @@ def test_exec_type_from_extension_and_declaration(make_skill, skills_root):
 
 
 def test_aliases_resolve(make_skill, skills_root):
-    make_skill("datatable", frontmatter="name: datatable\ndescription: d\naliases: [nocodb, tables]",
-               files={"handler.py": HANDLER})
+    make_skill(
+        "datatable",
+        frontmatter="name: datatable\ndescription: d\naliases: [nocodb, tables]",
+        files={"handler.py": HANDLER},
+    )
     yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
     assert yard.skill("nocodb").name == "datatable"
     assert describe_entry(yard.entries[0])["aliases"] == ["nocodb", "tables"]
@@ -246,8 +268,24 @@ def test_list_output_is_json_serializable(make_skill, skills_root):
     yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
     data = json.loads(json.dumps([describe_entry(e) for e in yard.entries]))
     assert data[0]["description"] == "yes"
-    required = {"name", "description", "dir", "skill_type", "exec_type", "source", "category", "trigger_type",
-                "exposed", "tool_names", "available", "needs_config", "missing_bins", "os_supported", "warnings",
-                "error", "shadowed"}
+    required = {
+        "name",
+        "description",
+        "dir",
+        "skill_type",
+        "exec_type",
+        "source",
+        "category",
+        "trigger_type",
+        "exposed",
+        "tool_names",
+        "available",
+        "needs_config",
+        "missing_bins",
+        "os_supported",
+        "warnings",
+        "error",
+        "shadowed",
+    }
     assert required <= set(data[0])
     assert Path(data[0]["dir"]).is_absolute()

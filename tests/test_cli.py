@@ -12,8 +12,13 @@ from click.testing import CliRunner
 from skillyard.cli import cli
 
 HELLO = "async def execute(input, ctx):\n    return {'greeting': 'hello ' + input['who'], 'ws': ctx['workspace_dir']}\n"
-SCHEMA = json.dumps({"type": "object", "properties": {"who": {"type": "string"}, "api_key": {"type": "string"}},
-                     "required": ["who"]})
+SCHEMA = json.dumps(
+    {
+        "type": "object",
+        "properties": {"who": {"type": "string"}, "api_key": {"type": "string"}},
+        "required": ["who"],
+    }
+)
 
 
 @pytest.fixture
@@ -23,8 +28,11 @@ def runner():
 
 @pytest.fixture
 def hello(make_skill):
-    return make_skill("hello", frontmatter="name: hello\ndescription: Greets\naliases: [hi]",
-                      files={"handler.py": HELLO, "schema.json": SCHEMA})
+    return make_skill(
+        "hello",
+        frontmatter="name: hello\ndescription: Greets\naliases: [hi]",
+        files={"handler.py": HELLO, "schema.json": SCHEMA},
+    )
 
 
 def test_list_json(runner, hello, skills_root):
@@ -76,29 +84,49 @@ def test_run_success_failure_and_usage_errors(runner, hello, skills_root, tmp_pa
 def test_run_with_files_alias_and_workspace(runner, hello, skills_root, tmp_path):
     (tmp_path / "in.json").write_text('{"who": "file"}')
     ws = tmp_path / "ws"
-    result = runner.invoke(cli, ["run", "hi", "--skills-dir", str(skills_root), "--input", f"@{tmp_path / 'in.json'}",
-                                 "--workspace", str(ws)])
+    result = runner.invoke(
+        cli,
+        [
+            "run",
+            "hi",
+            "--skills-dir",
+            str(skills_root),
+            "--input",
+            f"@{tmp_path / 'in.json'}",
+            "--workspace",
+            str(ws),
+        ],
+    )
     env = json.loads(result.stdout)
     assert result.exit_code == 0 and env["greeting"] == "hello file" and env["ws"] == str(ws.resolve())
 
 
 def test_run_needs_config_exits_1(runner, make_skill, skills_root, monkeypatch):
     monkeypatch.delenv("NEED_ME", raising=False)
-    make_skill("gated", frontmatter="name: gated\ndescription: d\nmetadata: {openclaw: {requires: {env: [NEED_ME]}}}",
-               files={"handler.py": "async def execute(i, c):\n    return {}\n"})
+    make_skill(
+        "gated",
+        frontmatter="name: gated\ndescription: d\nmetadata: {openclaw: {requires: {env: [NEED_ME]}}}",
+        files={"handler.py": "async def execute(i, c):\n    return {}\n"},
+    )
     result = runner.invoke(cli, ["run", "gated", "--skills-dir", str(skills_root)])
     assert result.exit_code == 1 and json.loads(result.stdout)["needs_config"] == ["NEED_ME"]
 
 
 def test_validate(runner, make_skill, skills_root, tmp_path):
     good = make_skill("good", files={"handler.py": "async def execute(input, ctx):\n    return {}\n"})
-    bad = make_skill("bad", frontmatter="name: bad", files={"handler.py": """
+    bad = make_skill(
+        "bad",
+        frontmatter="name: bad",
+        files={
+            "handler.py": """
         import os
         PARAM_KEYS = ["a"]
         def execute(input, ctx=None):
             ctx["db"]
             return {"k": os.environ["SOME_TOKEN"]}
-    """})
+    """
+        },
+    )
     ok = runner.invoke(cli, ["validate", str(good)])
     assert ok.exit_code == 0, ok.output
     result = runner.invoke(cli, ["validate", "--json", str(bad)])
@@ -114,15 +142,22 @@ def test_validate(runner, make_skill, skills_root, tmp_path):
 
 
 def test_validate_flags_sync_db_use_and_stdout_logging(runner, make_skill):
-    sync_db = make_skill("sync_db", files={"handler.py": "async def helper():\n    pass\n"
-                                           "def execute(input, ctx):\n    return ctx['db']\n"})
-    cli_logs = make_skill("cli_logs", files={"handler.py": """
+    sync_db = make_skill(
+        "sync_db",
+        files={"handler.py": "async def helper():\n    pass\ndef execute(input, ctx):\n    return ctx['db']\n"},
+    )
+    cli_logs = make_skill(
+        "cli_logs",
+        files={
+            "handler.py": """
         import argparse, logging, sys
         logging.basicConfig(stream=sys.stdout)
         if __name__ == "__main__":
             argparse.ArgumentParser().parse_args()
             print("{}")
-    """})
+    """
+        },
+    )
     out = json.loads(runner.invoke(cli, ["validate", "--json", str(sync_db), str(cli_logs)]).stdout)
     by = {r["name"]: " ".join(r["errors"]) for r in out}
     assert "uses db but is not async" in by["sync_db"]
@@ -139,8 +174,20 @@ def test_plugins_lists_builtins_only_with_all(runner):
 
 def test_console_script_prints_envelope_and_logs_to_stderr(hello, skills_root):
     proc = subprocess.run(
-        [sys.executable, "-m", "skillyard", "run", "hello", "--skills-dir", str(skills_root),
-         "--input", '{"who": "proc"}'], capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "skillyard",
+            "run",
+            "hello",
+            "--skills-dir",
+            str(skills_root),
+            "--input",
+            '{"who": "proc"}',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["greeting"] == "hello proc"

@@ -40,10 +40,19 @@ async def test_fixed_fields_always_present_with_typed_empties(dump_yard):
 
 async def test_given_context_is_typed_and_normalized(dump_yard):
     async with dump_yard as yard:
-        ctx = (await yard.run("dump", context={
-            "triggered_at": "1700000000", "actor_tags": "a, b", "is_admin": "yes", "session_id": "s1",
-            "actor_department_path": "总部/销售中心//销售一部", "org_name": "Acme",
-        }))["ctx"]
+        ctx = (
+            await yard.run(
+                "dump",
+                context={
+                    "triggered_at": "1700000000",
+                    "actor_tags": "a, b",
+                    "is_admin": "yes",
+                    "session_id": "s1",
+                    "actor_department_path": "总部/销售中心//销售一部",
+                    "org_name": "Acme",
+                },
+            )
+        )["ctx"]
     assert ctx["triggered_at"] == 1700000000.0 and ctx["triggered_at_str"] == "2023-11-14 22:13"
     assert ctx["actor_tags"] == ["a", "b"] and ctx["is_admin"] is True
     assert ctx["actor_department_path"] == "/总部/销售中心/销售一部/"
@@ -55,8 +64,15 @@ async def test_admin_fill_clears_identity_but_keeps_audit_fields(dump_yard):
     given = {k: "v" for k in ACTOR_KEYS} | {"actor_tags": ["t"], "actor_id": "42", "actor_is_admin": True}
     async with dump_yard as yard:
         ctx = (await yard.run("dump", context=given))["ctx"]
-    for key in ("actor_title", "actor_department", "actor_department_path", "actor_position", "actor_key",
-                "actor_id", "actor_emp_no"):
+    for key in (
+        "actor_title",
+        "actor_department",
+        "actor_department_path",
+        "actor_position",
+        "actor_key",
+        "actor_id",
+        "actor_emp_no",
+    ):
         assert ctx[key] == "", key
     assert ctx["actor_tags"] == []
     assert (ctx["actor_name"], ctx["actor_phone"], ctx["actor_email"]) == ("v", "v", "v")
@@ -72,8 +88,9 @@ async def test_bad_session_id_is_refused(dump_yard):
 
 async def test_configs_in_four_places_with_cli_style_keys(dump_yard):
     async with dump_yard as yard:
-        ctx = (await yard.run("dump", context={"skill_args": {"--api-token": "t0k", "region": "eu"},
-                                                "role_id": "r1"}))["ctx"]
+        ctx = (await yard.run("dump", context={"skill_args": {"--api-token": "t0k", "region": "eu"}, "role_id": "r1"}))[
+            "ctx"
+        ]
     assert ctx["skill_configs"]["dump"]["api_token"] == "t0k"
     assert ctx["skill_configs"]["api_token"] == "t0k"
     assert ctx["skill_args"]["api_token"] == "t0k"
@@ -104,7 +121,9 @@ GATED = "async def execute(input, ctx):\n    return {'ok': True}\n"
 
 async def test_missing_env_gives_needs_config_and_does_not_run(make_skill, skills_root, monkeypatch):
     monkeypatch.delenv("PRICE_API_KEY", raising=False)
-    make_skill("price", frontmatter="""
+    make_skill(
+        "price",
+        frontmatter="""
         name: price
         description: d
         metadata:
@@ -112,7 +131,9 @@ async def test_missing_env_gives_needs_config_and_does_not_run(make_skill, skill
             primaryEnv: PRICE_API_KEY
             requires:
               env: [PRICE_API_KEY, {name: OPTIONAL_X, required: false}]
-    """, files={"handler.py": GATED})
+    """,
+        files={"handler.py": GATED},
+    )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         env = await yard.run("price")
         assert env["ok"] is False and env["needs_config"] == ["PRICE_API_KEY"] and env["error_type"] == "config"
@@ -123,17 +144,25 @@ async def test_missing_env_gives_needs_config_and_does_not_run(make_skill, skill
 
 
 async def test_missing_bins_gate_except_for_container_skills(make_skill, skills_root):
-    make_skill("needs_bin", frontmatter="""
+    make_skill(
+        "needs_bin",
+        frontmatter="""
         name: needs_bin
         description: d
         metadata: {"openclaw": {"requires": {"bins": ["definitely-not-installed-xyz"]}}}
-    """, files={"handler.py": GATED})
-    make_skill("container", frontmatter="""
+    """,
+        files={"handler.py": GATED},
+    )
+    make_skill(
+        "container",
+        frontmatter="""
         name: container
         description: d
         exec_mode: shell
         metadata: {"openclaw": {"requires": {"bins": ["definitely-not-installed-xyz"]}}}
-    """, files={"handler.py": GATED})
+    """,
+        files={"handler.py": GATED},
+    )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         env = await yard.run("needs_bin")
         assert env["ok"] is False and env["missing_bins"] == ["definitely-not-installed-xyz"]
@@ -142,16 +171,24 @@ async def test_missing_bins_gate_except_for_container_skills(make_skill, skills_
 
 async def test_os_gate_is_not_bypassed_by_always(make_skill, skills_root):
     other = "win32" if sys.platform != "win32" else "linux"
-    make_skill("elsewhere", frontmatter=f"""
+    make_skill(
+        "elsewhere",
+        frontmatter=f"""
         name: elsewhere
         description: d
         metadata: {{"openclaw": {{"os": ["{other}"], "always": true}}}}
-    """, files={"handler.py": GATED})
-    make_skill("always", frontmatter="""
+    """,
+        files={"handler.py": GATED},
+    )
+    make_skill(
+        "always",
+        frontmatter="""
         name: always
         description: d
         metadata: {"openclaw": {"always": true, "requires": {"env": ["NOPE_NOT_SET_ANYWHERE"]}}}
-    """, files={"handler.py": GATED})
+    """,
+        files={"handler.py": GATED},
+    )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         env = await yard.run("elsewhere")
         assert env["ok"] is False and env["os_supported"] is False

@@ -13,8 +13,15 @@ from skillyard.invoke.envelope import normalize
 
 @pytest.mark.parametrize(
     ("raw", "ok"),
-    [({"success": False, "error": "x"}, False), ({"ok": False, "error": "x"}, False), ({"ok": None}, True),
-     ({}, True), ({"success": True}, True), ({"ok": "false", "error": "e"}, False), ({"ok": 0, "error": "e"}, False)],
+    [
+        ({"success": False, "error": "x"}, False),
+        ({"ok": False, "error": "x"}, False),
+        ({"ok": None}, True),
+        ({}, True),
+        ({"success": True}, True),
+        ({"ok": "false", "error": "e"}, False),
+        ({"ok": 0, "error": "e"}, False),
+    ],
 )
 def test_success_and_ok_false_mean_failure_missing_or_none_do_not(raw, ok):
     env = normalize(raw, "s")
@@ -29,8 +36,16 @@ def test_failure_without_error_gets_a_specific_one():
 
 
 def test_failure_fields_are_kept():
-    raw = {"ok": False, "error": "e", "user_message": "u", "need_param": "p", "error_type": "config",
-           "non_retriable": True, "redirect": "other", "action_note": "a → b"}
+    raw = {
+        "ok": False,
+        "error": "e",
+        "user_message": "u",
+        "need_param": "p",
+        "error_type": "config",
+        "non_retriable": True,
+        "redirect": "other",
+        "action_note": "a → b",
+    }
     env = normalize(raw, "s")
     assert {k: env[k] for k in raw if k != "ok"} == {k: v for k, v in raw.items() if k != "ok"}
 
@@ -43,7 +58,10 @@ def test_results_become_plain_json():
 
 
 async def test_exceptions_become_failure_envelopes(make_skill, skills_root, caplog):
-    make_skill("boom", files={"handler.py": """
+    make_skill(
+        "boom",
+        files={
+            "handler.py": """
         async def execute(input, ctx):
             kind = input.get("kind")
             if kind == "os":
@@ -53,7 +71,9 @@ async def test_exceptions_become_failure_envelopes(make_skill, skills_root, capl
             if kind == "timeout":
                 raise TimeoutError("upstream slow")
             raise ValueError("bad value")
-    """})
+    """
+        },
+    )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         os_env = await yard.run("boom", {"kind": "os"})
         refused = await yard.run("boom", {"kind": "refused"})
@@ -68,11 +88,17 @@ async def test_exceptions_become_failure_envelopes(make_skill, skills_root, capl
 
 
 async def test_wall_clock_applies_to_in_process_skills(make_skill, skills_root):
-    make_skill("slow", frontmatter="name: slow\ndescription: d\nexec:\n  timeout: 0.3", files={"handler.py": """
+    make_skill(
+        "slow",
+        frontmatter="name: slow\ndescription: d\nexec:\n  timeout: 0.3",
+        files={
+            "handler.py": """
         import asyncio
         async def execute(input, ctx):
             await asyncio.sleep(30)
-    """})
+    """
+        },
+    )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         env = await yard.run("slow")
     assert env["ok"] is False and env["timed_out"] is True and "0.3" in env["error"]
@@ -80,6 +106,9 @@ async def test_wall_clock_applies_to_in_process_skills(make_skill, skills_root):
 
 async def test_global_wall_clock_setting(make_skill, skills_root, monkeypatch):
     monkeypatch.setenv("SKILLYARD_WALL_CLOCK", "0.2")
-    make_skill("slow", files={"handler.py": "import asyncio\nasync def execute(i, c):\n    await asyncio.sleep(30)\n"})
+    make_skill(
+        "slow",
+        files={"handler.py": "import asyncio\nasync def execute(i, c):\n    await asyncio.sleep(30)\n"},
+    )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         assert (await yard.run("slow"))["timed_out"] is True

@@ -139,14 +139,20 @@ async def test_extra_context_sync_and_async(register, make_skill, skills_root):
             async def later():
                 await asyncio.sleep(0)
                 return {"fetched_for": skill.name, "_private": 1}
+
             return later()
 
     register(Plugin(), "ctx-sync")
     register(AsyncPlugin(), "ctx-async")
-    make_skill("c", files={"handler.py": """
+    make_skill(
+        "c",
+        files={
+            "handler.py": """
         async def execute(input, ctx):
             return {"tenant": ctx["tenant"], "for": ctx["fetched_for"], "org": ctx["org_id"], "p": ctx["_private"]}
-    """})
+    """
+        },
+    )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         env = await yard.run("c", context={"org_id": "o1"})
     assert (env["tenant"], env["for"], env["org"], env["p"]) == ("acme", "c", "o1", 1)
@@ -160,6 +166,7 @@ async def test_startup_and_shutdown(register):
         def startup(self, yard):
             async def go():
                 events.append(("startup", type(yard).__name__))
+
             return go
 
         @hookimpl

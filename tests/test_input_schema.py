@@ -21,13 +21,19 @@ def yard_for(root) -> SkillYard:
 
 
 def test_schema_json_beats_input_schema_constant(make_skill, skills_root):
-    make_skill("s", files={
-        "handler.py": "INPUT_SCHEMA = {'type': 'object', 'properties': {'from_code': {'type': 'string'}}}\n" + ECHO,
-        "schema.json": schema_json({"from_file": {"type": "string"}}),
-    })
-    make_skill("c", files={
-        "handler.py": "INPUT_SCHEMA = {'type': 'object', 'properties': {'from_code': {'type': 'string'}}}\n" + ECHO,
-    })
+    make_skill(
+        "s",
+        files={
+            "handler.py": "INPUT_SCHEMA = {'type': 'object', 'properties': {'from_code': {'type': 'string'}}}\n" + ECHO,
+            "schema.json": schema_json({"from_file": {"type": "string"}}),
+        },
+    )
+    make_skill(
+        "c",
+        files={
+            "handler.py": "INPUT_SCHEMA = {'type': 'object', 'properties': {'from_code': {'type': 'string'}}}\n" + ECHO,
+        },
+    )
     yard = yard_for(skills_root)
     assert list(yard.skill("s").schema.exposed["properties"]) == ["from_file"]
     assert list(yard.skill("c").schema.exposed["properties"]) == ["from_code"]
@@ -46,7 +52,10 @@ def test_bare_string_properties_are_repaired_with_a_warning(make_skill, skills_r
     [
         ({"type": "object", "properties": {"x": 5}}, "must be a schema object"),
         ({"type": "object", "properties": {}, "additionalProperties": 3}, "boolean or a schema object"),
-        ({"type": "object", "properties": {"x": {"type": "array", "items": "yes"}}}, "boolean or a schema object"),
+        (
+            {"type": "object", "properties": {"x": {"type": "array", "items": "yes"}}},
+            "boolean or a schema object",
+        ),
         ({"type": "object", "properties": {"x": {"type": "strnig"}}}, "not a valid JSON Schema"),
     ],
 )
@@ -63,8 +72,21 @@ def test_broken_schema_json_is_reported(make_skill, skills_root):
 
 
 async def test_required_means_present_and_non_empty(make_skill, skills_root):
-    make_skill("s", files={"handler.py": ECHO, "schema.json": schema_json(
-        {"q": {"type": ["string", "array", "object", "integer", "boolean"], "description": "what to look up"}}, ["q"])})
+    make_skill(
+        "s",
+        files={
+            "handler.py": ECHO,
+            "schema.json": schema_json(
+                {
+                    "q": {
+                        "type": ["string", "array", "object", "integer", "boolean"],
+                        "description": "what to look up",
+                    }
+                },
+                ["q"],
+            ),
+        },
+    )
     async with yard_for(skills_root) as yard:
         for empty in ("", "   ", [], {}, None):
             env = await yard.run("s", {"q": empty})
@@ -79,10 +101,15 @@ async def test_required_means_present_and_non_empty(make_skill, skills_root):
 
 async def test_type_errors_name_the_field_and_do_not_run(make_skill, skills_root, tmp_path):
     marker = tmp_path / "ran"
-    make_skill("s", files={
-        "handler.py": f"async def execute(input, ctx):\n    open({str(marker)!r}, 'w').write('x')\n    return {{}}\n",
-        "schema.json": schema_json({"limit": {"type": "integer", "maximum": 10}}),
-    })
+    make_skill(
+        "s",
+        files={
+            "handler.py": (
+                f"async def execute(input, ctx):\n    open({str(marker)!r}, 'w').write('x')\n    return {{}}\n"
+            ),
+            "schema.json": schema_json({"limit": {"type": "integer", "maximum": 10}}),
+        },
+    )
     async with yard_for(skills_root) as yard:
         env = await yard.run("s", {"limit": 50})
     assert env["ok"] is False and env["need_param"] == "limit"
@@ -91,14 +118,23 @@ async def test_type_errors_name_the_field_and_do_not_run(make_skill, skills_root
 
 
 async def test_credentials_are_hidden_ignored_and_filled_from_configs(make_skill, skills_root):
-    make_skill("s", files={"handler.py": ECHO, "schema.json": schema_json({
-        "api_key": {"type": "string"},
-        "AuthHeader": {"type": "string"},
-        "keyword": {"type": "string", "x-secret": False},
-        "max_tokens": {"type": "integer", "x-secret": False},
-        "region": {"type": "string", "x-secret": True},
-        "query": {"type": "string"},
-    }, ["api_key", "query"])})
+    make_skill(
+        "s",
+        files={
+            "handler.py": ECHO,
+            "schema.json": schema_json(
+                {
+                    "api_key": {"type": "string"},
+                    "AuthHeader": {"type": "string"},
+                    "keyword": {"type": "string", "x-secret": False},
+                    "max_tokens": {"type": "integer", "x-secret": False},
+                    "region": {"type": "string", "x-secret": True},
+                    "query": {"type": "string"},
+                },
+                ["api_key", "query"],
+            ),
+        },
+    )
     async with yard_for(skills_root) as yard:
         skill = yard.skill("s")
         exposed = skill.schema.exposed
@@ -107,17 +143,31 @@ async def test_credentials_are_hidden_ignored_and_filled_from_configs(make_skill
         assert set(skill.schema.secret_params) == {"api_key", "AuthHeader", "region"}
         info = describe_skill(next(e for e in yard.entries))
         assert set(info["input_schema"]["properties"]) == {"keyword", "max_tokens", "query"}
-        env = await yard.run("s", {"query": "q", "api_key": "from-model", "keyword": "k"},
-                             context={"skill_args": {"api_key": "from-config"}})
+        env = await yard.run(
+            "s",
+            {"query": "q", "api_key": "from-model", "keyword": "k"},
+            context={"skill_args": {"api_key": "from-config"}},
+        )
     assert env["input"] == {"query": "q", "keyword": "k", "api_key": "from-config"}
 
 
 def test_validate_lists_every_property_the_secret_rule_matched(make_skill, skills_root):
     from skillyard.catalog.validate import validate_paths
 
-    make_skill("s", files={"handler.py": ECHO, "schema.json": schema_json({
-        "confirm_token": {"type": "string", "x-secret": False}, "author": {"type": "string"},
-        "key_fields": {"type": "array"}, "plain": {"type": "string"}})})
+    make_skill(
+        "s",
+        files={
+            "handler.py": ECHO,
+            "schema.json": schema_json(
+                {
+                    "confirm_token": {"type": "string", "x-secret": False},
+                    "author": {"type": "string"},
+                    "key_fields": {"type": "array"},
+                    "plain": {"type": "string"},
+                }
+            ),
+        },
+    )
     report = validate_paths([skills_root])[0]
     matched = [w for w in report["warnings"] if "matches the credential rule" in w]
     assert len(matched) == 3
@@ -126,7 +176,9 @@ def test_validate_lists_every_property_the_secret_rule_matched(make_skill, skill
 
 
 async def test_cli_commands_fan_out_and_restore(make_skill, skills_root):
-    make_skill("git", frontmatter="""
+    make_skill(
+        "git",
+        frontmatter="""
         name: git
         description: git helper
         cli_commands:
@@ -135,7 +187,9 @@ async def test_cli_commands_fan_out_and_restore(make_skill, skills_root):
             type: object
             properties: {n: {type: integer}}
             required: [n]
-    """, files={"handler.py": ECHO})
+    """,
+        files={"handler.py": ECHO},
+    )
     async with yard_for(skills_root) as yard:
         skill = yard.skill("git")
         assert set(skill.tool_names) == {"git__status", "git__log"}
@@ -147,7 +201,10 @@ async def test_cli_commands_fan_out_and_restore(make_skill, skills_root):
         none = await yard.run("git", {})
         assert none["need_param"] == "_subcommand" and "log" in none["error"]
         info = describe_skill(next(e for e in yard.entries))
-        assert {t["name"]: t["subcommand"] for t in info["tools"]} == {"git__status": "status", "git__log": "log"}
+        assert {t["name"]: t["subcommand"] for t in info["tools"]} == {
+            "git__status": "status",
+            "git__log": "log",
+        }
 
 
 def test_more_than_45_subcommands_do_not_fan_out(make_skill, skills_root):

@@ -50,23 +50,34 @@ async def test_embedded_postgres_starts_lazily_under_home(make_skill, skills_roo
 
 
 async def test_configs_are_encrypted_at_rest_and_cached(make_skill, skills_root, db_env):
-    make_skill("cfg", files={"handler.py": """
+    make_skill(
+        "cfg",
+        files={
+            "handler.py": """
         async def execute(input, ctx):
             return {"token": ctx["api_token"], "region": ctx["skill_args"]["region"]}
-    """})
+    """
+        },
+    )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         stored = await yard.configs.set("role-x", "cfg", {"--api-token": "s3cr3t-value", "region": "eu"})
         assert stored == {"api_token": True, "region": False}
         env = await yard.run("cfg", context={"role_id": "role-x"})
         assert env == {"token": "s3cr3t-value", "region": "eu", "ok": True, "success": True}
         async with await yard.database.session() as session:
-            rows = dict((await session.execute(text(
-                "SELECT key, value FROM skillyard.skill_configs WHERE role_id = 'role-x'"))).all())
+            rows = dict(
+                (
+                    await session.execute(
+                        text("SELECT key, value FROM skillyard.skill_configs WHERE role_id = 'role-x'")
+                    )
+                ).all()
+            )
         assert rows["region"] == "eu" and "s3cr3t-value" not in rows["api_token"]
         # cached: a change behind the store's back is not seen until invalidated
         async with await yard.database.session() as session:
-            await session.execute(text("UPDATE skillyard.skill_configs SET value = 'us' WHERE key = 'region' "
-                                       "AND role_id = 'role-x'"))
+            await session.execute(
+                text("UPDATE skillyard.skill_configs SET value = 'us' WHERE key = 'region' AND role_id = 'role-x'")
+            )
             await session.commit()
         assert (await yard.run("cfg", context={"role_id": "role-x"}))["region"] == "eu"
         yard.configs.invalidate("role-x", "cfg")
@@ -90,8 +101,11 @@ async def test_configs_are_per_role(make_skill, skills_root, db_env):
 
 async def test_stored_config_satisfies_requires_env(make_skill, skills_root, db_env, monkeypatch):
     monkeypatch.delenv("WEATHER_KEY", raising=False)
-    make_skill("w", frontmatter="name: w\ndescription: d\nmetadata:\n  openclaw:\n    requires:\n      env: [WEATHER_KEY]",
-               files={"handler.py": "async def execute(i, c):\n    return {}\n"})
+    make_skill(
+        "w",
+        frontmatter="name: w\ndescription: d\nmetadata:\n  openclaw:\n    requires:\n      env: [WEATHER_KEY]",
+        files={"handler.py": "async def execute(i, c):\n    return {}\n"},
+    )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         assert (await yard.run("w", context={"role_id": "r"}))["needs_config"] == ["WEATHER_KEY"]
         await yard.configs.set("r", "w", {"WEATHER_KEY": "k"})
@@ -99,10 +113,15 @@ async def test_stored_config_satisfies_requires_env(make_skill, skills_root, db_
 
 
 async def test_run_log_is_written_in_batches_without_inputs(make_skill, skills_root, db_env):
-    make_skill("logged", files={"handler.py": """
+    make_skill(
+        "logged",
+        files={
+            "handler.py": """
         async def execute(input, ctx):
             return {"ok": not input.get("fail"), "error": "nope" if input.get("fail") else None}
-    """})
+    """
+        },
+    )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         await yard.database.engine()
         async with await yard.database.session() as s:
@@ -110,11 +129,11 @@ async def test_run_log_is_written_in_batches_without_inputs(make_skill, skills_r
             await s.commit()
         for i in range(5):
             await yard.run("logged", {"fail": i == 4, "password_hint": "hunter2"}, context={"session_id": "s9"})
-    async with SkillYard(include_builtin=False) as yard:
-        async with await yard.database.session() as s:
-            rows = (await s.execute(text(
-                "SELECT ok, session_id FROM skillyard.runs WHERE skill = 'logged' ORDER BY id"))).all()
-            dump = str((await s.execute(text("SELECT * FROM skillyard.runs"))).all())
+    async with SkillYard(include_builtin=False) as yard, await yard.database.session() as s:
+        rows = (
+            await s.execute(text("SELECT ok, session_id FROM skillyard.runs WHERE skill = 'logged' ORDER BY id"))
+        ).all()
+        dump = str((await s.execute(text("SELECT * FROM skillyard.runs"))).all())
     assert [r.ok for r in rows] == [True, True, True, True, False]
     assert {r.session_id for r in rows} == {"s9"}
     assert "hunter2" not in dump

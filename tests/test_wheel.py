@@ -36,7 +36,9 @@ def test_wheel_contains_builtin_skills_and_list_finds_them(tmp_path):
     dist = tmp_path / "dist"
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(src)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert build.returncode == 0, build.stderr[-2000:]
     wheel = next(dist.glob("skillyard-*.whl"))
@@ -50,19 +52,34 @@ def test_wheel_contains_builtin_skills_and_list_finds_them(tmp_path):
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
-    install = subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True,
-                             timeout=900)
-    if install.returncode != 0 and ("NewConnectionError" in install.stderr or "No matching distribution" in install.stderr):
-        pytest.skip(f"the package registry is not reachable to install the wheel's dependencies: {install.stderr[-300:]}")
+    install = subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True, timeout=900
+    )
+    if install.returncode != 0 and (
+        "NewConnectionError" in install.stderr or "No matching distribution" in install.stderr
+    ):
+        pytest.skip(
+            f"the package registry is not reachable to install the wheel's dependencies: {install.stderr[-300:]}"
+        )
     assert install.returncode == 0, install.stderr[-2000:]
-    listed = subprocess.run([str(env_dir / "bin" / "skillyard"), "list", "--json"], capture_output=True, text=True,
-                            timeout=120, cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
-                                                            "SKILLYARD_HOME": str(tmp_path / "home")})
+    listed = subprocess.run(
+        [str(env_dir / "bin" / "skillyard"), "list", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SKILLYARD_HOME": str(tmp_path / "home")},
+    )
     assert listed.returncode == 0, listed.stderr
     items = {i["name"]: i for i in json.loads(listed.stdout)}
     assert items["probe_builtin"]["source"] == "builtin"
     assert str(env_dir) in items["probe_builtin"]["dir"]
-    ran = subprocess.run([str(env_dir / "bin" / "skillyard"), "run", "probe_builtin"], capture_output=True, text=True,
-                         timeout=120, cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
-                                                         "SKILLYARD_HOME": str(tmp_path / "home")})
+    ran = subprocess.run(
+        [str(env_dir / "bin" / "skillyard"), "run", "probe_builtin"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SKILLYARD_HOME": str(tmp_path / "home")},
+    )
     assert ran.returncode == 0 and json.loads(ran.stdout)["probe"] is True

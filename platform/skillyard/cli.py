@@ -38,7 +38,7 @@ def _json_arg(value: str | None, what: str) -> Any:
         data = json.loads(text)
     except ValueError as exc:
         raise click.UsageError(
-            f"--{what} is not valid JSON ({exc}); pass an object such as '{{\"key\": \"value\"}}' or @file.json"
+            f'--{what} is not valid JSON ({exc}); pass an object such as \'{{"key": "value"}}\' or @file.json'
         ) from None
     if not isinstance(data, dict):
         raise click.UsageError(f"--{what} must be a JSON object, not {type(data).__name__}")
@@ -56,7 +56,10 @@ def _table(rows: list[list[str]], headers: list[str]) -> None:
 
 
 skills_dir_option = click.option(
-    "--skills-dir", "skills_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+    "--skills-dir",
+    "skills_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
     help="Folder of skills (repeatable); searched before SKILLYARD_SKILLS_PATH.",
 )
 
@@ -79,7 +82,8 @@ def cli(verbose: int) -> None:
     Example: skillyard run hello --skills-dir examples --input '{"who": "Ada"}'
     """
     logging.basicConfig(
-        stream=sys.stderr, level=[logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)],
+        stream=sys.stderr,
+        level=[logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)],
         format="%(levelname)s %(name)s: %(message)s",
     )
 
@@ -98,8 +102,16 @@ def list_cmd(skills_dirs: tuple[Path, ...], no_builtin: bool, as_json: bool) -> 
     rows = []
     for it in items:
         state = "error" if it["error"] else ("shadowed" if not it["active"] else ("ok" if it["available"] else "gated"))
-        rows.append([it["name"], it["skill_type"], it["exec_type"] or "-", state, str(len(it["warnings"])),
-                     (it["description"] or "")[:60]])
+        rows.append(
+            [
+                it["name"],
+                it["skill_type"],
+                it["exec_type"] or "-",
+                state,
+                str(len(it["warnings"])),
+                (it["description"] or "")[:60],
+            ]
+        )
     _table(rows, ["NAME", "TYPE", "EXEC", "STATE", "WARN", "DESCRIPTION"])
     for it in items:
         if it["error"]:
@@ -126,8 +138,18 @@ def show(name: str, skills_dirs: tuple[Path, ...], as_json: bool) -> None:
     if as_json:
         _print_json(info)
         return
-    for key in ("name", "description", "dir", "skill_type", "exec_type", "category", "trigger_type", "exposed",
-                "available", "aliases"):
+    for key in (
+        "name",
+        "description",
+        "dir",
+        "skill_type",
+        "exec_type",
+        "category",
+        "trigger_type",
+        "exposed",
+        "available",
+        "aliases",
+    ):
         click.echo(f"{key + ':':15} {info[key]}")
     click.echo("tools:")
     for tool in info["tools"]:
@@ -159,8 +181,9 @@ def plugins(include_all: bool, as_json: bool) -> None:
 @click.option("--context", "context", help="runtime_context fields as JSON, or @file.json.")
 @skills_dir_option
 @click.option("--workspace", type=click.Path(file_okay=False, path_type=Path), help="Working folder for the run.")
-def run(name: str, input_: str | None, context: str | None, skills_dirs: tuple[Path, ...],
-        workspace: Path | None) -> None:
+def run(
+    name: str, input_: str | None, context: str | None, skills_dirs: tuple[Path, ...], workspace: Path | None
+) -> None:
     """Run a skill (name, alias or tool name) and print its envelope as JSON."""
     data = _json_arg(input_, "input") or {}
     ctx = _json_arg(context, "context") or {}
@@ -193,7 +216,9 @@ def validate(paths: tuple[Path, ...], as_json: bool) -> None:
         _print_json(reports)
     else:
         for rep in reports:
-            click.echo(f"{rep['name']} ({rep['dir']}): {len(rep['errors'])} error(s), {len(rep['warnings'])} warning(s)")
+            click.echo(
+                f"{rep['name']} ({rep['dir']}): {len(rep['errors'])} error(s), {len(rep['warnings'])} warning(s)"
+            )
             for e in rep["errors"]:
                 click.echo(f"  error:   {e}")
             for w in rep["warnings"]:
@@ -272,5 +297,3 @@ def main() -> None:
     except SkillyardError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(2)
-
-

@@ -41,7 +41,9 @@ class SkillYard:
         self.pm = load_plugins()
         self.registries: Registries = collect_registries(self.pm)
         self.database = Database(self.settings.database_url, self.settings.embedded_pgdata)
-        self.configs = ConfigStore(self.database, lambda: Cipher(load_key(self.settings.home, self.settings.secret_key)))
+        self.configs = ConfigStore(
+            self.database, lambda: Cipher(load_key(self.settings.home, self.settings.secret_key))
+        )
         self.runlog = RunLog(self.database)
         self.catalog = Catalog(self._roots([Path(d) for d in skills_dirs or []], include_builtin))
         self.catalog.scan()
@@ -127,14 +129,28 @@ class SkillYard:
             raise SkillyardError(f"offset must be 0 or more, got {offset}")
         raw = target.read_bytes()
         if b"\x00" in raw[:8192]:
-            return {"path": path, "binary": True, "size": len(raw), "content": f"[binary file, {len(raw)} bytes]",
-                    "offset": 0, "next_offset": None, "total_chars": 0, "truncated": False}
+            return {
+                "path": path,
+                "binary": True,
+                "size": len(raw),
+                "content": f"[binary file, {len(raw)} bytes]",
+                "offset": 0,
+                "next_offset": None,
+                "total_chars": 0,
+                "truncated": False,
+            }
         text = raw.decode("utf-8", "replace")
         chunk = text[offset : offset + READ_LIMIT]
         end = offset + len(chunk)
-        return {"path": path, "binary": False, "content": chunk, "offset": offset,
-                "next_offset": end if end < len(text) else None, "total_chars": len(text),
-                "truncated": end < len(text)}
+        return {
+            "path": path,
+            "binary": False,
+            "content": chunk,
+            "offset": offset,
+            "next_offset": end if end < len(text) else None,
+            "total_chars": len(text),
+            "truncated": end < len(text),
+        }
 
     # running ---------------------------------------------------------------------------------------------
     def new_turn(self, session_id: str = "", channel: str = "", **context: Any) -> Turn:
@@ -157,6 +173,8 @@ class SkillYard:
         given.update(context or {})
         return await pipeline.execute(self, name, input, given, turn=turn)
 
-    async def run_nested(self, name: str, input: Mapping[str, Any], context: Mapping[str, Any], depth: int) -> dict[str, Any]:
+    async def run_nested(
+        self, name: str, input: Mapping[str, Any], context: Mapping[str, Any], depth: int
+    ) -> dict[str, Any]:
         """A call_skill run: no result post-processing, no turn budget."""
         return await pipeline.execute(self, name, input, context, depth=depth)

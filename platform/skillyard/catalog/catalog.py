@@ -72,7 +72,10 @@ class Catalog:
                 cached = self._cache.get(key)
                 if cached is None or cached[0] != sig or cached[1].manifest.path != found.skill_md:
                     manifest = read_manifest(found.skill_md, found.install)
-                    cached = (sig, build_skill(found.dir, root.path, manifest, root.source, version=str(hash(sig))))
+                    cached = (
+                        sig,
+                        build_skill(found.dir, root.path, manifest, root.source, version=str(hash(sig))),
+                    )
                     parsed += 1
                 seen[key] = cached
                 skills.append(cached[1])
@@ -133,9 +136,7 @@ class Catalog:
             warnings.append(f"tool name {base!r} is taken by skill {taken[base]!r}; offered as {new!r}")
             base = new
         subs = skill.schema.subcommands
-        names: dict[str, str | None] = (
-            {fanout_name(base, sub): sub for sub in subs} if subs else {base: None}
-        )
+        names: dict[str, str | None] = {fanout_name(base, sub): sub for sub in subs} if subs else {base: None}
         for tool in names:
             taken[tool] = skill.name
         taken.setdefault(base, skill.name)

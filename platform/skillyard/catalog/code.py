@@ -68,9 +68,7 @@ def scan_source(source: str, filename: str = "<handler>") -> CodeFacts:
         or (isinstance(n, ast.ImportFrom) and n.module == "argparse")
         for n in ast.walk(tree)
     )
-    uses_db = any(
-        isinstance(n, ast.Constant) and n.value in ("db", "db_factory") for n in ast.walk(tree)
-    )
+    uses_db = any(isinstance(n, ast.Constant) and n.value in ("db", "db_factory") for n in ast.walk(tree))
     entry = next((name for name in ENTRY_NAMES if name in functions), None)
     required, second_default = (0, False)
     if entry is not None:

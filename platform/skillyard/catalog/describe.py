@@ -53,8 +53,7 @@ def describe_skill(entry: Entry) -> dict[str, Any]:
     tools = []
     for tool, sub in skill.tool_names.items():
         schema = skill.schema.subcommands[sub] if sub else skill.schema.exposed
-        tools.append({"name": tool, "subcommand": sub, "description": skill.tool_description,
-                      "input_schema": schema})
+        tools.append({"name": tool, "subcommand": sub, "description": skill.tool_description, "input_schema": schema})
     req = skill.requires
     out.update(
         {
@@ -64,9 +63,14 @@ def describe_skill(entry: Entry) -> dict[str, Any]:
             "tools": tools,
             "secret_params": list(skill.schema.secret_params),
             "requires": {
-                "env": list(req.env), "optional_env": list(req.optional_env), "bins": list(req.bins),
-                "any_bins": list(req.any_bins), "config": list(req.config), "os": list(req.os),
-                "always": req.always, "primary_env": req.primary_env,
+                "env": list(req.env),
+                "optional_env": list(req.optional_env),
+                "bins": list(req.bins),
+                "any_bins": list(req.any_bins),
+                "config": list(req.config),
+                "os": list(req.os),
+                "always": req.always,
+                "primary_env": req.primary_env,
             },
             "exec": {
                 "type": skill.exec.type,

@@ -119,9 +119,7 @@ def load_schema_file(path: Path) -> tuple[Any, str | None]:
         return None, f"{path.name} is not valid JSON: {exc}"
 
 
-def build_schema_info(
-    skill_dir: Path, code_schema: dict[str, Any] | None, meta: Mapping[str, Any]
-) -> SchemaInfo:
+def build_schema_info(skill_dir: Path, code_schema: dict[str, Any] | None, meta: Mapping[str, Any]) -> SchemaInfo:
     """schema.json beats the handler's INPUT_SCHEMA, which beats frontmatter ``input_schema``."""
     warnings: list[str] = []
     errors: list[str] = []
@@ -145,7 +143,9 @@ def build_schema_info(
         else:
             for sub, sub_schema in commands.items():
                 normalized, sub_err = _normalize(
-                    sub_schema if isinstance(sub_schema, dict) else EMPTY_SCHEMA, f"cli_commands.{sub}", warnings
+                    sub_schema if isinstance(sub_schema, dict) else EMPTY_SCHEMA,
+                    f"cli_commands.{sub}",
+                    warnings,
                 )
                 if sub_err:
                     errors.append(sub_err)

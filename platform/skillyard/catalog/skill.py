@@ -14,8 +14,16 @@ from .requires import Requirements, as_bool, parse_requirements
 from .schema import SchemaInfo, build_schema_info
 
 SKILL_TYPES = ("handler", "skill_md", "knowledge")
-EXTENSION_TYPES = {".py": "PYTHON", ".sh": "SHELL", ".js": "NODE", ".mjs": "NODE", ".cjs": "NODE",
-                   ".rb": "RUBY", ".go": "GO", ".toml": "HTTP"}
+EXTENSION_TYPES = {
+    ".py": "PYTHON",
+    ".sh": "SHELL",
+    ".js": "NODE",
+    ".mjs": "NODE",
+    ".cjs": "NODE",
+    ".rb": "RUBY",
+    ".go": "GO",
+    ".toml": "HTTP",
+}
 SUBPROCESS_TYPES = ("SHELL", "INLINE_SHELL", "NODE", "RUBY", "GO")
 LONG_SKILL_MD = 8000
 
@@ -159,7 +167,8 @@ def build_skill(skill_dir: Path, root: Path, manifest: Manifest, root_source: st
         description = _first_body_line(manifest.body)
         warnings.append(
             "no description in the frontmatter; using the first line of the body"
-            if description else "no description: add 'description:' saying when to use this skill"
+            if description
+            else "no description: add 'description:' saying when to use this skill"
         )
     exec_spec = _exec_spec(skill_dir, meta, warnings)
     code = CodeFacts()

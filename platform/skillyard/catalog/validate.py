@@ -15,7 +15,9 @@ from .skill import Skill
 def _module_constants(tree: ast.Module) -> list[str]:
     names = []
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         names += [t.id for t in targets if isinstance(t, ast.Name) and t.id.isupper()]
     return names
 
@@ -54,10 +56,14 @@ def check_skill(skill: Skill) -> dict[str, Any]:
     code = skill.code
     if skill.exec.type == "PYTHON" and skill.exec.config and not skill.exec.python_cli:
         if code.second_param_has_default:
-            errors.append(f"{code.entry}(): the second parameter has a default, so runtime_context is never passed; "
-                          "remove the default")
+            errors.append(
+                f"{code.entry}(): the second parameter has a default, so runtime_context is never passed; "
+                "remove the default"
+            )
         if code.uses_db and code.entry and not code.entry_is_async:
-            errors.append(f"{code.entry}() uses db but is not async: ctx['db'] is None in sync entries; make it async def")
+            errors.append(
+                f"{code.entry}() uses db but is not async: ctx['db'] is None in sync entries; make it async def"
+            )
     if skill.exec.config and skill.exec.config.suffix == ".py" and skill.exec.config.is_file():
         try:
             tree = ast.parse(skill.exec.config.read_text(encoding="utf-8-sig"))
@@ -66,23 +72,35 @@ def check_skill(skill: Skill) -> dict[str, Any]:
         if tree is not None:
             for name in _module_constants(tree):
                 if looks_secret(name) and name not in ("INPUT_SCHEMA",):
-                    warnings.append(f"constant {name} contains a credential substring "
-                                    "(key/token/secret/password/credential/auth) and will be treated as a secret; rename it")
+                    warnings.append(
+                        f"constant {name} contains a credential substring "
+                        "(key/token/secret/password/credential/auth) and will be treated as a secret; rename it"
+                    )
             if skill.exec.python_cli and _logs_to_stdout(tree):
                 errors.append("logging goes to stdout: a CLI skill's stdout is its result; log to stderr")
             declared = set(skill.requires.credential_env) | set(skill.requires.config)
-            undeclared = sorted(n for n in _env_reads(tree) if n not in declared and n not in ("PATH", "HOME", "LANG",
-                                "TMPDIR", "SKILL_INPUT", "SKILL_CONTEXT"))
+            undeclared = sorted(
+                n
+                for n in _env_reads(tree)
+                if n not in declared and n not in ("PATH", "HOME", "LANG", "TMPDIR", "SKILL_INPUT", "SKILL_CONTEXT")
+            )
             if undeclared:
-                warnings.append(f"reads environment variables not declared in metadata.openclaw.requires.env: "
-                                f"{', '.join(undeclared)}")
+                warnings.append(
+                    f"reads environment variables not declared in metadata.openclaw.requires.env: "
+                    f"{', '.join(undeclared)}"
+                )
     for name in skill.schema.rule_matches:
         prop = (skill.schema.full.get("properties") or {}).get(name) or {}
         flag = prop.get("x-secret") if isinstance(prop, dict) else None
         treated = "kept as an ordinary parameter (x-secret: false)" if flag is False else "treated as a credential"
         warnings.append(f"parameter {name!r} matches the credential rule: {treated}")
-    return {"name": skill.name, "dir": str(skill.dir), "errors": errors, "warnings": warnings,
-            "secret_params": list(skill.schema.secret_params)}
+    return {
+        "name": skill.name,
+        "dir": str(skill.dir),
+        "errors": errors,
+        "warnings": warnings,
+        "secret_params": list(skill.schema.secret_params),
+    }
 
 
 def validate_paths(paths: list[Path]) -> list[dict[str, Any]]:

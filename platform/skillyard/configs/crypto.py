@@ -32,7 +32,8 @@ class Cipher:
         except ValueError:
             raise SkillyardError(
                 "SKILLYARD_SECRET_KEY is not a valid Fernet key (32 url-safe base64-encoded bytes); "
-                "generate one with: python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
+                "generate one with: python -c "
+                "'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
             ) from None
 
     def encrypt(self, value: str) -> str:

@@ -67,8 +67,13 @@ class ConfigStore:
             secret = looks_secret(key)
             text = "" if value is None else str(value)
             rows.append(
-                {"role_id": role_id, "skill": skill, "key": key, "secret": secret,
-                 "value": self.cipher.encrypt(text) if secret else text}
+                {
+                    "role_id": role_id,
+                    "skill": skill,
+                    "key": key,
+                    "secret": secret,
+                    "value": self.cipher.encrypt(text) if secret else text,
+                }
             )
             stored[key] = secret
         if not rows:
@@ -79,7 +84,11 @@ class ConfigStore:
             await session.execute(
                 stmt.on_conflict_do_update(
                     index_elements=["role_id", "skill", "key"],
-                    set_={"value": stmt.excluded.value, "secret": stmt.excluded.secret, "updated_at": stmt.excluded.updated_at},
+                    set_={
+                        "value": stmt.excluded.value,
+                        "secret": stmt.excluded.secret,
+                        "updated_at": stmt.excluded.updated_at,
+                    },
                 )
             )
         self._cache.pop((role_id, skill), None)

@@ -44,19 +44,27 @@ class Turn:
         """The envelope refusing this run before it starts, or None when the budget allows it."""
         if skill in self.banned:
             return failure(
-                skill, f"skill {skill!r} is banned for the rest of this turn: {self.banned[skill]}",
-                banned=True, error_type="recoverable", non_retriable=True,
+                skill,
+                f"skill {skill!r} is banned for the rest of this turn: {self.banned[skill]}",
+                banned=True,
+                error_type="recoverable",
+                non_retriable=True,
             )
         if self.must_wrap_up:
             return failure(
-                skill, f"this turn already had {self.total_failures} failed skill runs; stop calling skills and "
-                "tell the user what succeeded and what did not", wrap_up=True, error_type="recoverable",
+                skill,
+                f"this turn already had {self.total_failures} failed skill runs; stop calling skills and "
+                "tell the user what succeeded and what did not",
+                wrap_up=True,
+                error_type="recoverable",
             )
         if self.calls[call_fingerprint(skill, input)] + 1 >= SAME_CALL_LOOP:
             return failure(
-                skill, f"loop detected: skill {skill!r} was already called {SAME_CALL_LOOP - 1} times with the same "
+                skill,
+                f"loop detected: skill {skill!r} was already called {SAME_CALL_LOOP - 1} times with the same "
                 "input in this turn; change the input or answer with what you have",
-                loop_detected=True, error_type="recoverable",
+                loop_detected=True,
+                error_type="recoverable",
             )
         return None
 

@@ -73,7 +73,9 @@ def make_call_skill(yard: SkillYard, caller: str, caller_ctx: Mapping[str, Any],
         if target == caller:
             return failure(name, f"skill {caller!r} cannot call itself through call_skill")
         if depth >= MAX_CALL_DEPTH:
-            return failure(name, f"call_skill nesting is limited to {MAX_CALL_DEPTH} levels; {caller!r} is at the limit")
+            return failure(
+                name, f"call_skill nesting is limited to {MAX_CALL_DEPTH} levels; {caller!r} is at the limit"
+            )
         merged = merge_call_input(input, fields, source, template, passthrough)
         try:
             return await yard.run_nested(name, merged, callee_context(caller_ctx), depth + 1)

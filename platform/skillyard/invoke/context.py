@@ -12,30 +12,77 @@ from ..configs.store import normalize_key
 from .identity import department_path
 
 ACTOR_KEYS = (
-    "actor_name", "actor_emp_no", "actor_department", "actor_department_path", "actor_position",
-    "actor_title", "actor_phone", "actor_email", "actor_tags", "actor_key",
+    "actor_name",
+    "actor_emp_no",
+    "actor_department",
+    "actor_department_path",
+    "actor_position",
+    "actor_title",
+    "actor_phone",
+    "actor_email",
+    "actor_tags",
+    "actor_key",
 )
 #: §4.2: always present; the value is the empty value of the field's type when nothing is known.
 FIXED_FIELDS: dict[str, Any] = {
-    "raw_input": "", "attachments": [], **{k: "" for k in ACTOR_KEYS}, "actor_tags": [],
-    "channel": "", "triggered_at": 0.0, "triggered_at_str": "", "actor_id": "", "actor_is_admin": False,
+    "raw_input": "",
+    "attachments": [],
+    **{k: "" for k in ACTOR_KEYS},
+    "actor_tags": [],
+    "channel": "",
+    "triggered_at": 0.0,
+    "triggered_at_str": "",
+    "actor_id": "",
+    "actor_is_admin": False,
 }
 #: §4.3: the platform segment, with the defaults the platform uses.
 PLATFORM_FIELDS: dict[str, Any] = {
-    "org_id": "", "role_id": "", "session_id": "", "user_id": "", "team_id": "", "team_role": "",
-    "is_admin": False, "chat_mode": False, "allow_sql": True, "workspace_dir": "",
-    "db": None, "db_factory": None, "abort_signal": None, "channel_registry": None, "request": None,
+    "org_id": "",
+    "role_id": "",
+    "session_id": "",
+    "user_id": "",
+    "team_id": "",
+    "team_role": "",
+    "is_admin": False,
+    "chat_mode": False,
+    "allow_sql": True,
+    "workspace_dir": "",
+    "db": None,
+    "db_factory": None,
+    "abort_signal": None,
+    "channel_registry": None,
+    "request": None,
 }
 #: §4.4: cleared when an administrator fills a form on someone's behalf.
 ADMIN_CLEARED = (
-    "actor_title", "actor_department", "actor_department_path", "actor_position",
-    "actor_tags", "actor_key", "actor_id", "actor_emp_no",
+    "actor_title",
+    "actor_department",
+    "actor_department_path",
+    "actor_position",
+    "actor_tags",
+    "actor_key",
+    "actor_id",
+    "actor_emp_no",
 )
 #: §9.1: exactly what call_skill passes from caller to callee.
 CALL_PASS_KEYS = (
-    "role_id", "session_id", "user_id", "team_id", "org_id", "team_role", "is_admin", "channel", "chat_mode",
-    "workspace_dir", "channel_registry", "db_factory", "abort_signal", "allow_sql",
-    *ACTOR_KEYS, "actor_id", "actor_is_admin",
+    "role_id",
+    "session_id",
+    "user_id",
+    "team_id",
+    "org_id",
+    "team_role",
+    "is_admin",
+    "channel",
+    "chat_mode",
+    "workspace_dir",
+    "channel_registry",
+    "db_factory",
+    "abort_signal",
+    "allow_sql",
+    *ACTOR_KEYS,
+    "actor_id",
+    "actor_is_admin",
 )
 #: Keys a subprocess never sees, whatever their name.
 IN_PROCESS_ONLY = ("db", "db_factory", "call_skill", "abort_signal", "channel_registry", "request")
@@ -52,7 +99,9 @@ def _typed(key: str, value: Any, empty: Any) -> Any:
         try:
             return float(value)
         except (TypeError, ValueError):
-            raise ValueError(f"context field {key!r} must be a number (seconds since the epoch), got {value!r}") from None
+            raise ValueError(
+                f"context field {key!r} must be a number (seconds since the epoch), got {value!r}"
+            ) from None
     if isinstance(empty, list):
         if isinstance(value, str):
             return [v.strip() for v in value.split(",") if v.strip()]
@@ -73,7 +122,7 @@ def base_context(given: Mapping[str, Any], now: float | None = None) -> dict[str
     if not ctx["triggered_at"]:
         ctx["triggered_at"] = time.time() if now is None else now
     if not ctx["triggered_at_str"]:
-        stamp = dt.datetime.fromtimestamp(ctx["triggered_at"], tz=dt.timezone.utc)
+        stamp = dt.datetime.fromtimestamp(ctx["triggered_at"], tz=dt.UTC)
         ctx["triggered_at_str"] = stamp.strftime("%Y-%m-%d %H:%M")
     ctx["actor_department_path"] = department_path(ctx["actor_department_path"])
     if ctx["actor_is_admin"]:

@@ -68,9 +68,8 @@ def normalize(raw: Any, skill: str) -> dict[str, Any]:
         if not isinstance(error, str) or not error.strip():
             detail = env.get("user_message") or env.get("message")
             keys = ", ".join(sorted(k for k in env if k not in ("ok", "success", "skill"))) or "no other fields"
-            env["error"] = (
-                f"skill {skill!r} reported failure without an error message"
-                + (f": {detail}" if isinstance(detail, str) and detail.strip() else f" (it returned {keys})")
+            env["error"] = f"skill {skill!r} reported failure without an error message" + (
+                f": {detail}" if isinstance(detail, str) and detail.strip() else f" (it returned {keys})"
             )
     return env
 

@@ -48,9 +48,11 @@ def prepare_input(
         sub = sub or data.get(SUBCOMMAND)
         if sub not in subs:
             return data, failure(
-                skill.name, f"skill {skill.name!r} needs a subcommand: pass {SUBCOMMAND} as one of "
+                skill.name,
+                f"skill {skill.name!r} needs a subcommand: pass {SUBCOMMAND} as one of "
                 f"{', '.join(sorted(subs))} (or call the tool {skill.name}__<subcommand>)",
-                need_param=SUBCOMMAND, error_type="recoverable",
+                need_param=SUBCOMMAND,
+                error_type="recoverable",
             )
         data[SUBCOMMAND] = sub
     schema = subs[sub] if subs and sub else skill.schema.exposed
@@ -59,9 +61,11 @@ def prepare_input(
     for name in schema.get("required") or []:
         if is_empty(data.get(name)):
             return data, failure(
-                skill.name, f"input field {name!r} is required and was missing or empty{_describe(schema, name)}; "
+                skill.name,
+                f"input field {name!r} is required and was missing or empty{_describe(schema, name)}; "
                 f"call {skill.name!r} again with a value for {name!r}",
-                need_param=name, error_type="recoverable",
+                need_param=name,
+                error_type="recoverable",
             )
     validator = _validator(skill, sub if subs else None)
     checked = {k: v for k, v in data.items() if k != SUBCOMMAND}
@@ -73,8 +77,10 @@ def prepare_input(
             field = str(error.message).split("'")[1] if "'" in error.message else None
         where = f"input field {field!r}" if field else "the input"
         return data, failure(
-            skill.name, f"{where} is invalid: {error.message}{_describe(schema, field or '')}; fix it and call again",
-            need_param=field or "", error_type="recoverable",
+            skill.name,
+            f"{where} is invalid: {error.message}{_describe(schema, field or '')}; fix it and call again",
+            need_param=field or "",
+            error_type="recoverable",
         )
     for name in skill.schema.secret_params:
         if name in configs and not is_empty(configs[name]):

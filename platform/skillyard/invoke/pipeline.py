@@ -54,35 +54,55 @@ def check_session_id(session_id: str) -> str:
 def _gate(yard: SkillYard, skill: Skill, configs: Mapping[str, Any]) -> dict[str, Any] | None:
     """§2.2: skills whose requirements fail are not run; the envelope names what is missing."""
     if skill.error:
-        return env_mod.failure(skill.name, f"skill {skill.name!r} cannot run: {skill.error}",
-                               error_type="config", non_retriable=True)
+        return env_mod.failure(
+            skill.name,
+            f"skill {skill.name!r} cannot run: {skill.error}",
+            error_type="config",
+            non_retriable=True,
+        )
     if skill.skill_type != "handler":
         return env_mod.failure(
-            skill.name, f"skill {skill.name!r} is a {skill.skill_type} skill (no code to run); "
+            skill.name,
+            f"skill {skill.name!r} is a {skill.skill_type} skill (no code to run); "
             "skill_md skills run through the agent runtime with their SKILL.md as the manual",
-            error_type="config", non_retriable=True,
+            error_type="config",
+            non_retriable=True,
         )
     try:
         yard.registries.executor(skill.exec.type or "", f"skill {skill.name!r} ({skill.manifest.path})")
     except UnknownExecType as exc:
         return env_mod.failure(skill.name, str(exc), error_type="config", non_retriable=True)
-    gate = check_requirements(skill.requires, lambda n: n in configs and str(configs[n]).strip() != ""
-                              or bool(os.environ.get(n, "").strip()))
+    gate = check_requirements(
+        skill.requires,
+        lambda n: (n in configs and str(configs[n]).strip() != "") or bool(os.environ.get(n, "").strip()),
+    )
     if not gate.os_supported:
-        return env_mod.failure(skill.name, f"skill {skill.name!r} supports only {', '.join(skill.requires.os)}",
-                               error_type="config", non_retriable=True, os_supported=False)
+        return env_mod.failure(
+            skill.name,
+            f"skill {skill.name!r} supports only {', '.join(skill.requires.os)}",
+            error_type="config",
+            non_retriable=True,
+            os_supported=False,
+        )
     if gate.missing_env:
         names = ", ".join(gate.missing_env)
         return env_mod.failure(
-            skill.name, f"skill {skill.name!r} needs configuration: {names} not set. Set it with "
+            skill.name,
+            f"skill {skill.name!r} needs configuration: {names} not set. Set it with "
             f"'skillyard config set {skill.name} NAME=VALUE' (per role) or in the environment",
-            needs_config=list(gate.missing_env), error_type="config", non_retriable=True,
+            needs_config=list(gate.missing_env),
+            error_type="config",
+            non_retriable=True,
         )
     if gate.missing_bins:
         names = ", ".join(gate.missing_bins)
         return env_mod.failure(
-            skill.name, f"skill {skill.name!r} needs programs that are not on PATH: {names}; install them",
-            needs_config=[], missing_bins=list(gate.missing_bins), error_type="config", non_retriable=True,
+            skill.name,
+            f"skill {skill.name!r} needs programs that are not on PATH: {names}; install them",
+            needs_config=[],
+            missing_bins=list(gate.missing_bins),
+            error_type="config",
+            non_retriable=True,
         )
     return None
 
@@ -95,8 +115,9 @@ def _wall_clock(yard: SkillYard, skill: Skill) -> float:
     return yard.settings.wall_clock
 
 
-async def _context(yard: SkillYard, skill: Skill, given: Mapping[str, Any], configs: Mapping[str, Any],
-                   depth: int) -> dict[str, Any]:
+async def _context(
+    yard: SkillYard, skill: Skill, given: Mapping[str, Any], configs: Mapping[str, Any], depth: int
+) -> dict[str, Any]:
     ctx = base_context(given)
     session = ctx["session_id"] or "default"
     check_session_id(session)

@@ -45,7 +45,7 @@ class RunLog:
                 "exception_type": envelope.get("exception_type"),
                 "timed_out": bool(envelope.get("timed_out")),
                 "duration_ms": (time.time() - run.started) * 1000.0,
-                "started_at": dt.datetime.fromtimestamp(run.started, tz=dt.timezone.utc),
+                "started_at": dt.datetime.fromtimestamp(run.started, tz=dt.UTC),
             }
         )
         if self._task is None or self._task.done():

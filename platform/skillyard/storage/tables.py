@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from sqlalchemy import (
-    BigInteger, Boolean, Column, DateTime, Float, MetaData, String, Table, Text, func,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    MetaData,
+    String,
+    Table,
+    Text,
+    func,
 )
 
 SCHEMA = "skillyard"
