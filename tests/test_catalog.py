@@ -289,3 +289,22 @@ def test_list_output_is_json_serializable(make_skill, skills_root):
     }
     assert required <= set(data[0])
     assert Path(data[0]["dir"]).is_absolute()
+
+
+async def test_a_running_host_finds_dropped_in_skills(make_skill, skills_root, monkeypatch):
+    import asyncio
+
+    import skillyard.yard as yard_module
+
+    monkeypatch.setattr(yard_module, "UNKNOWN_NAME_RESCAN", 0.0)
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        make_skill("late", files={"handler.py": HANDLER})
+        assert (await yard.run("late"))["ok"] is True
+    monkeypatch.setenv("SKILLYARD_RESCAN_INTERVAL", "0.05")
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        make_skill("later")
+        for _ in range(100):
+            if any(e.skill.name == "later" for e in yard.entries):
+                break
+            await asyncio.sleep(0.02)
+        assert any(e.skill.name == "later" for e in yard.entries)

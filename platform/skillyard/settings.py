@@ -26,6 +26,7 @@ class Settings:
     skills_path: tuple[Path, ...] = ()
     subprocess_timeout: float = 60.0
     wall_clock: float = 240.0
+    rescan_interval: float = 0.0
     secret_key: str | None = field(default=None, repr=False)
 
     @classmethod
@@ -38,6 +39,7 @@ class Settings:
             skills_path=tuple(Path(p).expanduser() for p in path.split(os.pathsep) if p.strip()),
             subprocess_timeout=_float_env("SKILLYARD_SUBPROCESS_TIMEOUT", 60.0),
             wall_clock=_float_env("SKILLYARD_WALL_CLOCK", 240.0),
+            rescan_interval=_float_env("SKILLYARD_RESCAN_INTERVAL", 0.0),
             secret_key=os.environ.get("SKILLYARD_SECRET_KEY") or None,
         )
 

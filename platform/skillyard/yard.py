@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from .storage.runlog import RunLog
 log = logging.getLogger("skillyard")
 READ_LIMIT = 40_000
 BUILTIN_ROOT_PLUGIN = "skillyard.catalog.builtin_root"
+UNKNOWN_NAME_RESCAN = 1.0
 
 
 class SkillYard:
@@ -47,7 +50,9 @@ class SkillYard:
         self.runlog = RunLog(self.database)
         self.catalog = Catalog(self._roots([Path(d) for d in skills_dirs or []], include_builtin))
         self.catalog.scan()
+        self._scanned_at = time.monotonic()
         self._opened = False
+        self._watcher: asyncio.Task[None] | None = None
 
     def _roots(self, explicit: list[Path], include_builtin: bool) -> list[Root]:
         """Precedence: explicit dirs, SKILLYARD_SKILLS_PATH, plugin roots, built-in skills."""
@@ -84,9 +89,24 @@ class SkillYard:
             self._opened = True
             for result in self.pm.hook.startup(yard=self):
                 await await_me_maybe(result)
+            if self.settings.rescan_interval > 0:
+                self._watcher = asyncio.get_running_loop().create_task(self._watch(self.settings.rescan_interval))
         return self
 
+    async def _watch(self, interval: float) -> None:
+        """A long-running host picks up skill folders dropped in, changed or removed."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.rescan()
+            except Exception:  # a bad folder must not stop the watcher; scan() reports per skill
+                log.exception("rescan failed")
+
     async def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            await asyncio.gather(self._watcher, return_exceptions=True)
+            self._watcher = None
         if self._opened:
             self._opened = False
             for result in self.pm.hook.shutdown(yard=self):
@@ -103,7 +123,17 @@ class SkillYard:
     # catalog ---------------------------------------------------------------------------------------------
     def rescan(self) -> int:
         """Pick up skill folders added, changed or removed; return how many folders were re-read."""
-        return self.catalog.scan()
+        parsed = self.catalog.scan()
+        self._scanned_at = time.monotonic()
+        return parsed
+
+    def resolve(self, name: str) -> tuple[Skill, str | None] | None:
+        """A skill by name, alias or tool name; an unknown name triggers one rescan (at most once a second)."""
+        found = self.catalog.resolve(name)
+        if found is None and time.monotonic() - self._scanned_at > UNKNOWN_NAME_RESCAN:
+            self.rescan()
+            found = self.catalog.resolve(name)
+        return found
 
     @property
     def entries(self) -> list[Entry]:
@@ -111,7 +141,7 @@ class SkillYard:
 
     def skill(self, name: str) -> Skill:
         """A skill by name, alias or tool name."""
-        found = self.catalog.resolve(name)
+        found = self.resolve(name)
         if found is None:
             raise UnknownSkill(name, list(self.catalog.by_name))
         return found[0]

@@ -68,7 +68,7 @@ def make_call_skill(yard: SkillYard, caller: str, caller_ctx: Mapping[str, Any],
     ) -> dict[str, Any]:
         if input is not None and not isinstance(input, Mapping):
             return failure(name, f"call_skill({name!r}) input must be a dict, not {type(input).__name__}")
-        resolved = yard.catalog.resolve(name)
+        resolved = yard.resolve(name)
         target = resolved[0].name if resolved else name
         if target == caller:
             return failure(name, f"skill {caller!r} cannot call itself through call_skill")

@@ -148,7 +148,7 @@ async def execute(
         input = {}
     if not isinstance(input, Mapping):
         raise InvalidInput(f"the input of {name!r} must be a JSON object, not {type(input).__name__}")
-    resolved = yard.catalog.resolve(name)
+    resolved = yard.resolve(name)
     if resolved is None:
         if depth:
             return env_mod.failure(name, f"call_skill: no skill named {name!r}")
