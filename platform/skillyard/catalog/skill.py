@@ -108,7 +108,8 @@ def _exec_spec(skill_dir: Path, meta: Mapping[str, Any], warnings: list[str]) ->
     spec = raw if isinstance(raw, Mapping) else {}
     if raw is not None and not isinstance(raw, Mapping):
         warnings.append("'exec' must be a mapping {config, primary, timeout}; ignored")
-    primary = spec.get("primary") if isinstance(spec.get("primary"), Mapping) else {}
+    raw_primary = spec.get("primary")
+    primary: Mapping[str, Any] = raw_primary if isinstance(raw_primary, Mapping) else {}
     timeout = spec.get("timeout")
     try:
         timeout_s = float(timeout) if timeout not in (None, "") else None
@@ -187,12 +188,13 @@ def build_skill(skill_dir: Path, root: Path, manifest: Manifest, root_source: st
         skill_type = ""
     if not skill_type:
         skill_type = "handler" if exec_spec.type else "skill_md"
-    if skill_type == "handler" and exec_spec.type == "PYTHON" and not code.syntax_error and exec_spec.config:
+    entry_file = exec_spec.config
+    if skill_type == "handler" and exec_spec.type == "PYTHON" and not code.syntax_error and entry_file:
         if code.is_cli:
-            exec_spec = ExecSpec(exec_spec.type, exec_spec.config, exec_spec.command, exec_spec.timeout, True)
-        elif code.entry is None and exec_spec.config.is_file():
+            exec_spec = dataclasses.replace(exec_spec, python_cli=True)
+        elif code.entry is None and entry_file.is_file():
             warnings.append(
-                f"{exec_spec.config.name} has no entry function (execute/run/handler/main/handle): "
+                f"{entry_file.name} has no entry function (execute/run/handler/main/handle): "
                 "the skill is downgraded to skill_md and its code never runs"
             )
             skill_type, exec_spec = "skill_md", ExecSpec(timeout=exec_spec.timeout)

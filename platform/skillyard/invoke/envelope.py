@@ -59,7 +59,7 @@ def normalize(raw: Any, skill: str) -> dict[str, Any]:
     """Normalize a raw result: a dict with ``ok``/``success`` booleans and, on failure, a specific ``error``."""
     if not isinstance(raw, Mapping):
         raw = {"result": raw}
-    env = jsonable(raw)
+    env: dict[str, Any] = jsonable(raw)
     failed = is_failure(env.get("success")) or is_failure(env.get("ok"))
     env["ok"] = env["success"] = not failed
     if failed:

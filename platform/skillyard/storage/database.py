@@ -47,7 +47,7 @@ class Database:
             return self._engine
         async with self._lock:
             if self._engine is None:
-                url = self._url or await asyncio.to_thread(start_embedded, self._pgdata)
+                url = self._url if self._url else await asyncio.to_thread(start_embedded, self._pgdata)
                 engine = create_async_engine(to_async_url(url), pool_pre_ping=False)
                 try:
                     await upgrade(engine)

