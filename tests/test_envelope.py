@@ -112,3 +112,22 @@ async def test_global_wall_clock_setting(make_skill, skills_root, monkeypatch):
     )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         assert (await yard.run("slow"))["timed_out"] is True
+
+
+async def test_credentials_are_redacted_from_failure_text(make_skill, skills_root, monkeypatch, caplog):
+    monkeypatch.setenv("LEAKY_TOKEN", "env-secret-123")
+    make_skill(
+        "leaky",
+        frontmatter="name: leaky\ndescription: d\nmetadata: {openclaw: {primaryEnv: LEAKY_TOKEN}}",
+        files={
+            "handler.py": """
+        async def execute(input, ctx):
+            raise RuntimeError(f"auth failed with {ctx['api_token']} and env-secret-123")
+    """
+        },
+    )
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        env = await yard.run("leaky", context={"skill_args": {"api_token": "cfg-secret-456"}})
+    assert "cfg-secret-456" not in json.dumps(env) and "env-secret-123" not in json.dumps(env)
+    assert "auth failed with *** and ***" in env["error"]
+    assert "RuntimeError" in caplog.text and "cfg-secret-456" not in caplog.text

@@ -93,3 +93,23 @@ def timed_out(skill: str, seconds: float) -> dict[str, Any]:
         timed_out=True,
         error_type="transient",
     )
+
+
+#: Envelope fields that carry text from the skill's process or peer, where a credential could leak.
+REDACTED_FIELDS = ("error", "stderr_tail", "body_excerpt", "user_message", "output")
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    """``text`` with every credential value of 4+ characters replaced by ``***``."""
+    for value in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(value, "***")
+    return text
+
+
+def redact(envelope: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
+    """Scrub credential values from an envelope's free-text fields."""
+    if secrets:
+        for field in REDACTED_FIELDS:
+            if isinstance(envelope.get(field), str):
+                envelope[field] = scrub(envelope[field], secrets)
+    return envelope

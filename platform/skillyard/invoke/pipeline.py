@@ -7,12 +7,14 @@ import logging
 import os
 import re
 import time
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..catalog.requires import check_requirements
+from ..catalog.schema import looks_secret
 from ..catalog.skill import SUBPROCESS_TYPES, Skill
 from ..errors import InvalidInput, UnknownExecType, UnknownSkill
 from ..plugins import await_me_maybe
@@ -107,6 +109,13 @@ def _gate(yard: SkillYard, skill: Skill, configs: Mapping[str, Any]) -> dict[str
     return None
 
 
+def _secret_values(skill: Skill, ctx: Mapping[str, Any]) -> list[str]:
+    """The credential values a run could see: secret-looking configs and declared credential variables."""
+    values = [str(v) for k, v in (ctx.get("skill_args") or {}).items() if looks_secret(k) and v]
+    values += [os.environ[n] for n in skill.requires.credential_env if os.environ.get(n)]
+    return values
+
+
 def _wall_clock(yard: SkillYard, skill: Skill) -> float:
     if skill.exec.timeout:
         return skill.exec.timeout
@@ -190,6 +199,7 @@ async def _execute(yard: SkillYard, run: Run) -> dict[str, Any]:
         session = await yard.database.session()
         ctx["db"] = session
     seconds = _wall_clock(yard, skill)
+    secrets = _secret_values(skill, ctx)
     task = asyncio.ensure_future(executor.run(skill, run.input, ctx, yard=yard))
     try:
         done, _ = await asyncio.wait({task}, timeout=seconds)
@@ -198,10 +208,13 @@ async def _execute(yard: SkillYard, run: Run) -> dict[str, Any]:
             await asyncio.gather(task, return_exceptions=True)
             log.warning("skill %r stopped by its wall clock (%g s)", skill.name, seconds)
             return env_mod.timed_out(skill.name, seconds)
-        return env_mod.normalize(task.result(), skill.name)
-    except Exception as exc:
-        log.error("skill %r raised %s", skill.name, exc.__class__.__name__, exc_info=exc)
-        return env_mod.from_exception(exc, skill.name)
+        try:
+            envelope = env_mod.normalize(task.result(), skill.name)
+        except Exception as exc:
+            trace = "".join(traceback.format_exception(exc))
+            log.error("skill %r raised %s\n%s", skill.name, exc.__class__.__name__, env_mod.scrub(trace, secrets))
+            envelope = env_mod.from_exception(exc, skill.name)
+        return env_mod.redact(envelope, secrets)
     finally:
         if not task.done():  # our caller was cancelled: stop the skill too
             task.cancel()
