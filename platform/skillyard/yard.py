@@ -53,6 +53,7 @@ class SkillYard:
         self._scanned_at = time.monotonic()
         self._opened = False
         self._watcher: asyncio.Task[None] | None = None
+        self._workspaces: dict[str, str] = {}
 
     def _roots(self, explicit: list[Path], include_builtin: bool) -> list[Root]:
         """Precedence: explicit dirs, SKILLYARD_SKILLS_PATH, plugin roots, built-in skills."""
@@ -183,6 +184,15 @@ class SkillYard:
         }
 
     # running ---------------------------------------------------------------------------------------------
+    def workspace(self, session_id: str) -> str:
+        """The session's workspace folder, created on first use (remembered, so runs do not stat it)."""
+        path = self._workspaces.get(session_id)
+        if path is None:
+            folder = self.settings.workspace_for(session_id)
+            folder.mkdir(parents=True, exist_ok=True)
+            path = self._workspaces[session_id] = str(folder)
+        return path
+
     def new_turn(self, session_id: str = "", channel: str = "", **context: Any) -> Turn:
         """A turn: its runs share a failure budget (and, for chats, chat_mode)."""
         if session_id:

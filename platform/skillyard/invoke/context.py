@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -89,6 +90,10 @@ IN_PROCESS_ONLY = ("db", "db_factory", "call_skill", "abort_signal", "channel_re
 CONFIG_KEYS = ("skill_configs", "skill_args")
 
 
+_DEFAULTS: dict[str, Any] = {**FIXED_FIELDS, **PLATFORM_FIELDS}
+_EXTRA = object()
+
+
 def _typed(key: str, value: Any, empty: Any) -> Any:
     """Coerce a caller-provided value to the type of the field's empty value."""
     if value is None:
@@ -111,19 +116,29 @@ def _typed(key: str, value: Any, empty: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=64)
+def _minute_string(minute: int) -> str:
+    return dt.datetime.fromtimestamp(minute * 60, tz=dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def minute_string(timestamp: float) -> str:
+    """``YYYY-MM-DD HH:MM`` in UTC (cached per minute: every run formats the current time)."""
+    return _minute_string(int(timestamp // 60))
+
+
 def base_context(given: Mapping[str, Any], now: float | None = None) -> dict[str, Any]:
     """Fixed and platform fields from what the caller gave, typed, admin-fill cleared, paths normalized."""
-    ctx: dict[str, Any] = {}
-    for key, empty in {**FIXED_FIELDS, **PLATFORM_FIELDS}.items():
-        ctx[key] = _typed(key, given.get(key), empty)
-    for key, value in given.items():  # extra keys the caller chose to pass (e.g. org_name) stay
-        if key not in ctx and key not in CONFIG_KEYS:
+    ctx: dict[str, Any] = {**_DEFAULTS, "attachments": [], "actor_tags": []}
+    for key, value in given.items():
+        empty = _DEFAULTS.get(key, _EXTRA)
+        if empty is not _EXTRA:
+            ctx[key] = _typed(key, value, empty)
+        elif key not in CONFIG_KEYS:  # extra keys the caller chose to pass (e.g. org_name) stay
             ctx[key] = value
     if not ctx["triggered_at"]:
         ctx["triggered_at"] = time.time() if now is None else now
     if not ctx["triggered_at_str"]:
-        stamp = dt.datetime.fromtimestamp(ctx["triggered_at"], tz=dt.UTC)
-        ctx["triggered_at_str"] = stamp.strftime("%Y-%m-%d %H:%M")
+        ctx["triggered_at_str"] = minute_string(ctx["triggered_at"])
     ctx["actor_department_path"] = department_path(ctx["actor_department_path"])
     if ctx["actor_is_admin"]:
         for key in ADMIN_CLEARED:

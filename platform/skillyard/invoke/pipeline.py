@@ -10,7 +10,6 @@ import time
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..catalog.requires import check_requirements
@@ -74,6 +73,8 @@ def _gate(yard: SkillYard, skill: Skill, configs: Mapping[str, Any]) -> dict[str
         yard.registries.executor(skill.exec.type or "", f"skill {skill.name!r} ({skill.manifest.path})")
     except UnknownExecType as exc:
         return env_mod.failure(skill.name, str(exc), error_type="config", non_retriable=True)
+    if not skill.requires.gates:
+        return None
     gate = check_requirements(
         skill.requires,
         lambda n: (n in configs and str(configs[n]).strip() != "") or bool(os.environ.get(n, "").strip()),
@@ -111,9 +112,18 @@ def _gate(yard: SkillYard, skill: Skill, configs: Mapping[str, Any]) -> dict[str
 
 def _secret_values(skill: Skill, ctx: Mapping[str, Any]) -> list[str]:
     """The credential values a run could see: secret-looking configs and declared credential variables."""
-    values = [str(v) for k, v in (ctx.get("skill_args") or {}).items() if looks_secret(k) and v]
-    values += [os.environ[n] for n in skill.requires.credential_env if os.environ.get(n)]
+    values = [str(v) for k, v in ctx["skill_args"].items() if v and looks_secret(k)] if ctx["skill_args"] else []
+    for name in skill.requires.credential_env:
+        if os.environ.get(name):
+            values.append(os.environ[name])
     return values
+
+
+def _crashed(skill: Skill, exc: Exception, secrets: list[str]) -> dict[str, Any]:
+    """An exception inside a skill: the traceback (scrubbed) to the log, a failure envelope to the caller."""
+    trace = "".join(traceback.format_exception(exc))
+    log.error("skill %r raised %s\n%s", skill.name, exc.__class__.__name__, env_mod.scrub(trace, secrets))
+    return env_mod.from_exception(exc, skill.name)
 
 
 def _wall_clock(yard: SkillYard, skill: Skill) -> float:
@@ -131,8 +141,7 @@ async def _context(
     session = ctx["session_id"] or "default"
     check_session_id(session)
     if not ctx["workspace_dir"]:
-        ctx["workspace_dir"] = str(yard.settings.workspace_for(session))
-    Path(ctx["workspace_dir"]).mkdir(parents=True, exist_ok=True)
+        ctx["workspace_dir"] = yard.workspace(session)
     inject_configs(ctx, skill.name, configs)
     if skill.code.uses_db:
         ctx["db_factory"] = await yard.database.session_factory()
@@ -200,23 +209,20 @@ async def _execute(yard: SkillYard, run: Run) -> dict[str, Any]:
         ctx["db"] = session
     seconds = _wall_clock(yard, skill)
     secrets = _secret_values(skill, ctx)
-    task = asyncio.ensure_future(executor.run(skill, run.input, ctx, yard=yard))
+    deadline = asyncio.timeout(seconds)
     try:
-        done, _ = await asyncio.wait({task}, timeout=seconds)
-        if not done:  # the wall clock, not a TimeoutError the skill raised itself
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        async with deadline:
+            raw = await executor.run(skill, run.input, ctx, yard=yard)
+        envelope = env_mod.normalize(raw, skill.name)
+    except TimeoutError as exc:
+        if deadline.expired():
             log.warning("skill %r stopped by its wall clock (%g s)", skill.name, seconds)
-            return env_mod.timed_out(skill.name, seconds)
-        try:
-            envelope = env_mod.normalize(task.result(), skill.name)
-        except Exception as exc:
-            trace = "".join(traceback.format_exception(exc))
-            log.error("skill %r raised %s\n%s", skill.name, exc.__class__.__name__, env_mod.scrub(trace, secrets))
-            envelope = env_mod.from_exception(exc, skill.name)
-        return env_mod.redact(envelope, secrets)
+            envelope = env_mod.timed_out(skill.name, seconds)
+        else:  # a TimeoutError the skill raised itself
+            envelope = _crashed(skill, exc, secrets)
+    except Exception as exc:
+        envelope = _crashed(skill, exc, secrets)
     finally:
-        if not task.done():  # our caller was cancelled: stop the skill too
-            task.cancel()
         if session is not None:
             await session.close()
+    return env_mod.redact(envelope, secrets)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -10,6 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from ..errors import StorageError
 from .embedded import embedded_exists, start_embedded
 from .migrate import upgrade
+
+EXISTS_RECHECK = 5.0
 
 
 def to_async_url(url: str) -> str:
@@ -31,6 +34,8 @@ class Database:
         self._engine: AsyncEngine | None = None
         self._sessions: async_sessionmaker[AsyncSession] | None = None
         self._lock = asyncio.Lock()
+        self._exists = False
+        self._exists_checked_until = 0.0
 
     @property
     def is_open(self) -> bool:
@@ -38,8 +43,17 @@ class Database:
 
     @property
     def exists(self) -> bool:
-        """A database is configured or the embedded one was initialised, so stored rows may exist."""
-        return self._url is not None or embedded_exists(self._pgdata)
+        """A database is configured or the embedded one was initialised, so stored rows may exist.
+
+        Checked on every run, so a negative answer is remembered for a few seconds instead of a stat per run.
+        """
+        if self._url is not None or self._engine is not None:
+            return True
+        now = time.monotonic()
+        if now >= self._exists_checked_until:
+            self._exists = embedded_exists(self._pgdata)
+            self._exists_checked_until = now + (3600.0 if self._exists else EXISTS_RECHECK)
+        return self._exists
 
     async def engine(self) -> AsyncEngine:
         """The engine, starting the embedded server and running migrations on first call."""
