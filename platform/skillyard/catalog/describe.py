@@ -61,6 +61,7 @@ def describe_skill(entry: Entry) -> dict[str, Any]:
             "tool_description": skill.tool_description,
             "input_schema": skill.schema.exposed,
             "tools": tools,
+            "subcommands": skill.schema.subcommands,
             "secret_params": list(skill.schema.secret_params),
             "requires": {
                 "env": list(req.env),
