@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -26,6 +27,14 @@ class HttpSpecError(ValueError):
     """The TOML file of an HTTP skill is malformed."""
 
 
+class MissingUrlField(ValueError):
+    """The input lacks a field the URL template needs: the caller can fix that, unlike the spec."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(f"the URL needs input field(s) {', '.join(names)}")
+        self.names = names
+
+
 def load_spec(path: Path) -> dict[str, Any]:
     """Read and check the TOML spec; errors say which key to fix."""
     try:
@@ -39,6 +48,14 @@ def load_spec(path: Path) -> dict[str, Any]:
     if body not in BODY_KINDS:
         raise HttpSpecError(f"{path.name}: request.body must be one of {', '.join(BODY_KINDS)}, not {body!r}")
     request["body"] = body
+    if not isinstance(request.get("headers", {}), dict):
+        raise HttpSpecError(f"{path.name}: request.headers must be a table, e.g. headers = {{ Accept = \"text/csv\" }}")
+    query = request.get("query", [])
+    if not isinstance(query, list) or not all(isinstance(q, str) for q in query):
+        raise HttpSpecError(f"{path.name}: request.query must be a list of input field names, not {query!r}")
+    timeout = request.get("timeout", 30)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise HttpSpecError(f"{path.name}: request.timeout must be a positive number of seconds, not {timeout!r}")
     return spec
 
 
@@ -55,23 +72,33 @@ def build_request(spec: Mapping[str, Any], input: Mapping[str, Any], configs: Ma
     req = spec["request"]
     remaining = {k: v for k, v in input.items() if not k.startswith("_")}
     used = set(_PLACEHOLDER.findall(req["url"]))
-    missing = [name for name in used if name not in remaining]
+    missing = sorted(name for name in used if name not in remaining)
     if missing:
-        raise HttpSpecError(f"the URL needs input field(s) {', '.join(sorted(missing))}")
+        raise MissingUrlField(missing)
     url = _PLACEHOLDER.sub(lambda m: quote(str(remaining[m.group(1)]), safe=""), req["url"])
     for name in used:
         remaining.pop(name, None)
     headers = {
-        str(k): _VARIABLE.sub(lambda m: _lookup(m.group(1), configs), str(v)) for k, v in (req.get("headers") or {}).items()
+        str(k): _VARIABLE.sub(lambda m: _lookup(m.group(1), configs), str(v))
+        for k, v in (req.get("headers") or {}).items()
     }
-    query = {name: remaining.pop(name) for name in (req.get("query") or []) if name in remaining}
+    query = {name: _wire(remaining.pop(name)) for name in (req.get("query") or []) if name in remaining}
     kwargs: dict[str, Any] = {"method": str(req.get("method", "GET")).upper(), "url": url, "headers": headers,
                               "params": query}
     if req["body"] == "json" and remaining:
         kwargs["json"] = remaining
     elif req["body"] == "form" and remaining:
-        kwargs["data"] = {k: v if isinstance(v, str) else str(v) for k, v in remaining.items()}
+        kwargs["data"] = {k: _wire(v) for k, v in remaining.items()}
     return kwargs
+
+
+def _wire(value: Any) -> Any:
+    """A query or form value: lists stay lists (httpx repeats the field), objects as JSON, never a Python repr."""
+    if isinstance(value, list):
+        return [json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v for v in value]
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return value  # str, numbers, booleans ("true"/"false") and None ("") as httpx writes them
 
 
 def extract(value: Any, path: str | None) -> Any:
@@ -87,12 +114,24 @@ def extract(value: Any, path: str | None) -> Any:
 
 
 def _root_os_error(exc: BaseException) -> BaseException | None:
-    seen = exc
-    while seen is not None:
-        if isinstance(seen, OSError):
-            return seen
-        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
-    return None
+    """The most specific OSError behind a transport error.
+
+    anyio wraps the real cause (``ConnectionRefusedError``) in a bare ``OSError('All connection attempts
+    failed')``, so the first OSError in the chain is not the one that names what happened.
+    """
+    found: list[BaseException] = []
+    pending, seen = [exc], set()
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError):
+            found.append(current)
+        pending += [e for e in (current.__cause__, current.__context__) if e is not None]
+        pending += list(getattr(current, "exceptions", None) or ())  # an ExceptionGroup of attempts
+    specific = [e for e in found if type(e) is not OSError]
+    return next(iter(specific or found), None)
 
 
 class HttpExecutor:
@@ -105,6 +144,9 @@ class HttpExecutor:
             kwargs = build_request(spec, input, ctx.get("skill_args") or {})
         except HttpSpecError as exc:
             return failure(skill.name, f"HTTP skill {skill.name!r}: {exc}", error_type="config", non_retriable=True)
+        except MissingUrlField as exc:
+            return failure(skill.name, f"HTTP skill {skill.name!r}: {exc}; call it again with a value for "
+                           f"{exc.names[0]!r}", need_param=exc.names[0], error_type="recoverable")
         timeout = float(spec["request"].get("timeout", 30))
         try:
             async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:

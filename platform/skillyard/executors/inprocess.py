@@ -44,20 +44,23 @@ class InProcessExecutor:
     async def run(self, skill: Skill, input: dict[str, Any], ctx: dict[str, Any], *, yard: Any) -> Any:
         if skill.exec.python_cli:
             return await run_subprocess(skill, input, ctx)
+        try:
+            return await self._call(skill, input, ctx)
+        except SystemExit:  # also from importing: module-level argparse exits before any entry runs
+            log.info("skill %r raised SystemExit in-process; running it as a CLI subprocess", skill.name)
+            return await run_subprocess(skill, input, ctx, force_python_cli=True)
+
+    async def _call(self, skill: Skill, input: dict[str, Any], ctx: dict[str, Any]) -> Any:
         fn = entry_function(skill)
         arity = _arity.get(fn)
         if arity is None:
             arity = _arity[fn] = required_positional(fn)
         args = () if arity == 0 else (input,) if arity == 1 else (input, ctx)
-        try:
-            if inspect.iscoroutinefunction(fn):
-                return await fn(*args)
-            ctx["db"] = None  # a live session cannot cross into a worker thread
-            result = await asyncio.to_thread(fn, *args)
-            return await result if inspect.isawaitable(result) else result
-        except SystemExit:
-            log.info("skill %r raised SystemExit in-process; running it as a CLI subprocess", skill.name)
-            return await run_subprocess(skill, input, ctx, force_python_cli=True)
+        if inspect.iscoroutinefunction(fn):
+            return await fn(*args)
+        ctx["db"] = None  # a live session cannot cross into a worker thread
+        result = await asyncio.to_thread(fn, *args)
+        return await result if inspect.isawaitable(result) else result
 
 
 @hookimpl

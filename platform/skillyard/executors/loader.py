@@ -16,7 +16,7 @@ import sys
 import threading
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 PACKAGE_ROOT = "skillyard_skills"
 _lock = threading.RLock()
@@ -70,7 +70,7 @@ class _SkillLoader(importlib.machinery.SourceFileLoader):
 class _SkillFinder(importlib.abc.MetaPathFinder):
     """Finds modules of loaded skill packages (``skillyard_skills.<pkg>.<mod>``) inside their folders."""
 
-    packages: dict[str, tuple[Path, dict[str, Any]]] = {}
+    packages: ClassVar[dict[str, tuple[Path, dict[str, Any]]]] = {}
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if not fullname.startswith(PACKAGE_ROOT + "."):

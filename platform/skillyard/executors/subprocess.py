@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,10 @@ from .stdout import parse_stdout
 
 log = logging.getLogger("skillyard.subprocess")
 BASE_ENV = ("PATH", "HOME", "LANG", "TMPDIR")
+#: `go run` compiles before it runs: it needs a build cache (GOCACHE, else $XDG_CACHE_HOME or $HOME) and must
+#: honour where the host keeps its toolchain and modules. These pass through for GO skills only; they name
+#: directories and toolchain choices, not credentials.
+GO_TOOLCHAIN_ENV = ("GOCACHE", "GOPATH", "GOMODCACHE", "GOROOT", "GOFLAGS", "GOPROXY", "GOTOOLCHAIN", "XDG_CACHE_HOME")
 STDERR_TAIL = 2000
 
 INTERPRETERS: dict[str, list[str]] = {
@@ -57,23 +64,58 @@ def input_argv(input: Mapping[str, Any]) -> list[str]:
     return argv
 
 
-def child_env(skill: Skill, input: Mapping[str, Any], ctx: Mapping[str, Any]) -> dict[str, str]:
-    """A minimal environment: PATH, HOME, LANG, TMPDIR, SKILL_INPUT, SKILL_CONTEXT and declared credentials."""
+def split_secret_params(skill: Skill, input: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Credential parameters (§5.2) filled from configs leave the input and travel as environment variables.
+
+    On argv they would be readable by every local user (``ps``); ``api_token`` becomes ``$API_TOKEN``.
+    """
+    secrets = set(skill.schema.secret_params)
+    public = {k: v for k, v in input.items() if k not in secrets}
+    env = {
+        re.sub(r"[^A-Za-z0-9_]", "_", k).upper(): str(v)
+        for k, v in input.items() if k in secrets and v not in (None, "")
+    }
+    return public, env
+
+
+def child_env(skill: Skill, input: Mapping[str, Any], ctx: Mapping[str, Any],
+              secret_env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A minimal environment: PATH, HOME, LANG, TMPDIR, SKILL_INPUT, SKILL_CONTEXT and the skill's credentials."""
     env = {k: os.environ[k] for k in BASE_ENV if k in os.environ}
+    if skill.exec.type == "GO":
+        env.update(go_toolchain_env())
     configs = ctx.get("skill_args") or {}
+    declared = {name.lower() for name in (*skill.requires.credential_env, *skill.schema.secret_params)}
     for name in skill.requires.credential_env:
         value = configs.get(name) or configs.get(name.lower()) or os.environ.get(name)
         if value:
             env[name] = str(value)
+    for name, value in (secret_env or {}).items():
+        env.setdefault(name, value)
+
+    def credential(key: str) -> bool:  # declared names count whatever they look like (SERVICE_PIN, x-secret)
+        return looks_secret(key) or key.lower() in declared
+
     visible = subprocess_context(ctx)
     for key in ("skill_configs", "skill_args"):  # credentials travel as environment variables only
         if isinstance(visible.get(key), dict):
-            visible[key] = {k: v for k, v in visible[key].items() if not looks_secret(k) and not isinstance(v, dict)}
+            visible[key] = {k: v for k, v in visible[key].items() if not credential(k) and not isinstance(v, dict)}
     for key in list(visible):
-        if key in configs and looks_secret(key):
+        if key in configs and credential(key):
             del visible[key]
     env["SKILL_INPUT"] = json.dumps(input, ensure_ascii=False)
     env["SKILL_CONTEXT"] = json.dumps(visible, ensure_ascii=False, default=str)
+    return env
+
+
+def go_toolchain_env() -> dict[str, str]:
+    """The host's Go toolchain variables; without HOME a private cache under the temp dir keeps `go run` working."""
+    env = {k: os.environ[k] for k in GO_TOOLCHAIN_ENV if os.environ.get(k)}
+    if not os.environ.get("HOME"):
+        base = Path(tempfile.gettempdir()) / f"skillyard-go-{getattr(os, 'getuid', lambda: 0)()}"
+        if "GOCACHE" not in env and "XDG_CACHE_HOME" not in env:
+            env["GOCACHE"] = str(base / "cache")
+        env.setdefault("GOPATH", str(base / "path"))
     return env
 
 
@@ -86,19 +128,37 @@ def command_for(skill: Skill, python_cli: bool = False) -> tuple[list[str], str 
     return [*prefix, str(skill.exec.config)], prefix[0]
 
 
+def _spec_problem(skill: Skill, python_cli: bool) -> str | None:
+    """A missing script or command, said as a fix to the frontmatter rather than an interpreter's exit code."""
+    if skill.exec.type == "INLINE_SHELL" and not python_cli:
+        if not (skill.exec.command or "").strip():
+            return "exec.primary.type INLINE_SHELL needs exec.primary.command (the shell command to run)"
+        return None
+    if skill.exec.config is None or not skill.exec.config.is_file():
+        return f"exec.config {skill.exec.config} does not exist; fix the path (relative to {skill.dir})"
+    return None
+
+
 async def run_subprocess(
     skill: Skill, input: Mapping[str, Any], ctx: Mapping[str, Any], force_python_cli: bool = False
-) -> dict[str, Any]:
+) -> Any:
     """Run the skill's process in its own process group; cancellation (the wall clock) kills the whole group."""
     argv, binary = command_for(skill, force_python_cli)
+    problem = _spec_problem(skill, force_python_cli)
+    if problem:
+        return failure(skill.name, f"skill {skill.name!r} cannot run: {problem}", error_type="config",
+                       non_retriable=True)
     if binary and shutil.which(binary) is None and not Path(binary).is_file():
         return failure(
             skill.name, f"skill {skill.name!r} needs the {binary!r} interpreter, which is not on PATH; install it",
             error_type="config", non_retriable=True, missing_bins=[binary],
         )
     cwd = ctx.get("workspace_dir") or None
+    if cwd:  # a caller-given workspace may not exist yet; one mkdir is nothing next to a fork and exec
+        os.makedirs(cwd, exist_ok=True)
+    public, secret_env = split_secret_params(skill, input)
     proc = await asyncio.create_subprocess_exec(
-        *argv, *input_argv(input), cwd=cwd, env=child_env(skill, input, ctx),
+        *argv, *input_argv(public), cwd=cwd, env=child_env(skill, public, ctx, secret_env),
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )
@@ -122,10 +182,8 @@ async def run_subprocess(
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 class SubprocessExecutor:

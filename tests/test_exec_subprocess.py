@@ -1,0 +1,430 @@
+"""Subprocess exec types end to end: real processes for PYTHON CLI, SHELL, INLINE_SHELL, NODE, RUBY and GO."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillyard import SkillYard
+from skillyard.invoke.pipeline import _wall_clock
+from skillyard.settings import Settings
+
+
+async def run(root: Path, name: str, input: dict[str, Any] | None = None, **context: Any) -> dict[str, Any]:
+    async with SkillYard(skills_dirs=[root], include_builtin=False) as yard:
+        return await yard.run(name, input or {}, context=context)
+
+
+def needs(binary: str) -> pytest.MarkDecorator:
+    """Skip on a developer machine without the interpreter; CI installs it, so there it must run."""
+    missing = shutil.which(binary) is None and not os.environ.get("CI")
+    return pytest.mark.skipif(missing, reason=f"{binary} not installed")
+
+
+# --- exec type from the frontmatter -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [("handler.py", "PYTHON"), ("run.sh", "SHELL"), ("main.js", "NODE"), ("main.mjs", "NODE"),
+     ("main.rb", "RUBY"), ("main.go", "GO"), ("api.toml", "HTTP")],
+)
+def test_exec_type_from_config_extension(make_skill, skills_root, config, expected):
+    make_skill("typed", f"name: typed\ndescription: d\nexec: {{config: {config}}}",
+               files={config: "def execute():\n    return {}\n" if config.endswith(".py") else "x\n"})
+    skill = SkillYard(skills_dirs=[skills_root], include_builtin=False).skill("typed")
+    assert skill.exec.type == expected
+    assert skill.exec.config == (skills_root / "typed" / config).resolve()
+
+
+def test_primary_type_beats_the_extension(make_skill, skills_root):
+    make_skill("declared", "name: declared\ndescription: d\n"
+               "exec: {config: tool.txt, primary: {type: shell}, timeout: 7}", files={"tool.txt": "echo hi\n"})
+    skill = SkillYard(skills_dirs=[skills_root], include_builtin=False).skill("declared")
+    assert (skill.exec.type, skill.exec.timeout) == ("SHELL", 7.0)
+
+
+@pytest.mark.parametrize("exec_type", ["BROWSER", "MCP"])
+async def test_browser_and_mcp_answer_not_supported_yet(make_skill, skills_root, exec_type):
+    make_skill("later", f"name: later\ndescription: d\nexec: {{primary: {{type: {exec_type}}}}}")
+    env = await run(skills_root, "later", {"url": "https://example.org"})
+    assert env["ok"] is False
+    assert f"exec type {exec_type} is not supported yet" in env["error"]
+    assert env["error_type"] == "config" and env["non_retriable"] is True
+
+
+# --- every language, end to end -----------------------------------------------------------------------------
+
+INPUT = {"name": "Ada Lovelace", "n": 3, "loud": True, "quiet": False, "tags": ["a", "b c"], "opts": {"k": [1, 2]}}
+ARGV = ["--name", "Ada Lovelace", "--n", "3", "--loud", "--tags", "a", "--tags", "b c", "--opts", '{"k": [1, 2]}']
+
+SHELL_SCRIPT = r"""
+out=""
+for a in "$@"; do
+  a=${a//\\/\\\\}; a=${a//\"/\\\"}
+  out="$out${out:+,}\"$a\""
+done
+echo "a log line on stderr" >&2
+printf '{"argv": [%s], "input": %s, "cwd": "%s", "context": %s}\n' "$out" "$SKILL_INPUT" "$PWD" "$SKILL_CONTEXT"
+"""
+NODE_SCRIPT = """
+console.log(JSON.stringify({argv: process.argv.slice(2), input: JSON.parse(process.env.SKILL_INPUT),
+  cwd: process.cwd(), context: JSON.parse(process.env.SKILL_CONTEXT)}));
+"""
+RUBY_SCRIPT = """
+require 'json'
+puts JSON.generate({argv: ARGV, input: JSON.parse(ENV['SKILL_INPUT']), cwd: Dir.pwd,
+                    context: JSON.parse(ENV['SKILL_CONTEXT'])})
+"""
+GO_PROGRAM = """
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+func main() {
+	var input, ctx interface{}
+	json.Unmarshal([]byte(os.Getenv("SKILL_INPUT")), &input)
+	json.Unmarshal([]byte(os.Getenv("SKILL_CONTEXT")), &ctx)
+	cwd, _ := os.Getwd()
+	out, _ := json.Marshal(map[string]interface{}{"argv": os.Args[1:], "input": input, "cwd": cwd, "context": ctx})
+	fmt.Println(string(out))
+}
+"""
+PYTHON_CLI = """
+import argparse
+import json
+import os
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--name")
+    parser.add_argument("--n", type=int)
+    parser.add_argument("--loud", action="store_true")
+    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--tags", action="append")
+    parser.add_argument("--opts", type=json.loads)
+    args = parser.parse_args()
+    import sys
+    print(json.dumps({"argv": sys.argv[1:], "parsed": vars(args), "as_main": __name__ == "__main__",
+                      "pid": os.getpid(), "input": json.loads(os.environ["SKILL_INPUT"]), "cwd": os.getcwd(),
+                      "context": json.loads(os.environ["SKILL_CONTEXT"])}))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+LANGUAGES = {
+    "python_cli": ("exec: {config: cli.py}", {"cli.py": PYTHON_CLI}),
+    "shell": ("exec: {config: run.sh}", {"run.sh": SHELL_SCRIPT}),
+    "node_js": ("exec: {config: main.js}", {"main.js": NODE_SCRIPT}),
+    "node_mjs": ("exec: {config: main.mjs}", {"main.mjs": NODE_SCRIPT}),
+    "ruby": ("exec: {config: main.rb}", {"main.rb": RUBY_SCRIPT}),
+    "go": ("exec: {config: main.go, timeout: 50}", {"main.go": GO_PROGRAM}),
+}
+
+
+@pytest.mark.parametrize(
+    "lang",
+    [pytest.param(k, marks=needs({"node_js": "node", "node_mjs": "node", "ruby": "ruby", "go": "go"}.get(k, "bash")))
+     for k in LANGUAGES],
+)
+async def test_language_end_to_end(make_skill, skills_root, home, lang):
+    frontmatter, files = LANGUAGES[lang]
+    make_skill(lang, f"name: {lang}\ndescription: d\n{frontmatter}", files=files)
+    env = await run(skills_root, lang, INPUT, session_id="lang-run", org_name="Acme", _private="hidden")
+    assert env["ok"] is True, env
+    assert env["argv"] == ARGV
+    assert env["input"] == INPUT
+    workspace = home / "workspaces" / "lang-run"
+    assert Path(env["cwd"]).resolve() == workspace.resolve()
+    ctx = env["context"]
+    assert ctx["session_id"] == "lang-run" and ctx["org_name"] == "Acme"
+    assert ctx["workspace_dir"] == str(workspace)
+    for hidden in ("_private", "_call_depth", "db", "db_factory", "call_skill", "abort_signal"):
+        assert hidden not in ctx
+    if lang == "python_cli":
+        assert env["as_main"] is True and env["pid"] != os.getpid()
+        assert env["parsed"] == {"name": "Ada Lovelace", "n": 3, "loud": True, "quiet": False,
+                                 "tags": ["a", "b c"], "opts": {"k": [1, 2]}}
+
+
+async def test_inline_shell_gets_argv_and_input(make_skill, skills_root):
+    make_skill("inline", """
+name: inline
+description: d
+exec:
+  primary:
+    type: INLINE_SHELL
+    command: |
+      printf '{"argc": %s, "first": "%s", "second": "%s", "input": %s, "zero": "%s"}' "$#" "$1" "$2" "$SKILL_INPUT" "$0"
+""")
+    env = await run(skills_root, "inline", {"who": "Ada Lovelace"})
+    assert env["ok"] is True, env
+    assert env["argc"] == 2 and env["first"] == "--who" and env["second"] == "Ada Lovelace"
+    assert env["input"] == {"who": "Ada Lovelace"}
+    assert env["zero"] == "inline"
+
+
+async def test_cwd_is_the_given_workspace(make_skill, skills_root, tmp_path):
+    make_skill("where", "name: where\ndescription: d\nexec: {primary: {type: INLINE_SHELL, command: pwd}}")
+    workspace = tmp_path / "ws"
+    env = await run(skills_root, "where", workspace_dir=str(workspace))
+    assert Path(env["output"].strip()).resolve() == workspace.resolve()
+
+
+# --- stdout, stderr and exit codes --------------------------------------------------------------------------
+
+
+def inline(make_skill, name: str, command: str, extra: str = "") -> None:
+    make_skill(name, f"name: {name}\ndescription: d\n{extra}exec:\n  primary:\n    type: INLINE_SHELL\n"
+                     f"    command: |\n" + "".join(f"      {line}\n" for line in command.strip().splitlines()))
+
+
+async def test_stdout_whole_json_document(make_skill, skills_root):
+    inline(make_skill, "whole", """printf '{\\n  "a": 1,\\n  "b": [1, 2]\\n}\\n'""")
+    env = await run(skills_root, "whole")
+    assert env == {"a": 1, "b": [1, 2], "ok": True, "success": True}
+
+
+async def test_stdout_last_line_json(make_skill, skills_root):
+    inline(make_skill, "lastline", """
+echo "starting"
+echo "{not json"
+echo '{"answer": 42}'
+""")
+    env = await run(skills_root, "lastline")
+    assert env == {"answer": 42, "ok": True, "success": True}
+
+
+async def test_stdout_media_path_line(make_skill, skills_root, tmp_path):
+    inline(make_skill, "chart", """
+printf 'PNG' > chart.png
+echo "rendered the chart"
+echo chart.png
+""")
+    workspace = tmp_path / "ws"
+    env = await run(skills_root, "chart", workspace_dir=str(workspace))
+    assert env["ok"] is True
+    assert env["local_path"] == str((workspace / "chart.png").resolve())
+    assert env["media"] == "image" and env["filename"] == "chart.png"
+
+
+async def test_stdout_plain_text_and_stderr_to_the_log(make_skill, skills_root, caplog):
+    inline(make_skill, "plain", """
+echo "progress: half way" >&2
+echo "hello world"
+echo "second line"
+""")
+    with caplog.at_level(logging.INFO, logger="skillyard.subprocess"):
+        env = await run(skills_root, "plain")
+    assert env == {"output": "hello world\nsecond line\n", "ok": True, "success": True}
+    assert "progress: half way" in caplog.text
+
+
+async def test_nonzero_exit_is_a_technical_failure(make_skill, skills_root):
+    inline(make_skill, "broken", """
+echo '{"partial": true}'
+echo "cannot open database: permission denied" >&2
+exit 3
+""")
+    env = await run(skills_root, "broken")
+    assert env["ok"] is False and env["success"] is False
+    assert env["exit_code"] == 3
+    assert "cannot open database: permission denied" in env["stderr_tail"]
+    assert "exited with code 3" in env["error"] and "permission denied" in env["error"]
+    assert "partial" not in env
+
+
+# --- wall clock ---------------------------------------------------------------------------------------------
+
+
+def test_default_subprocess_timeout_is_60s_and_exec_timeout_overrides(make_skill, skills_root, monkeypatch):
+    monkeypatch.delenv("SKILLYARD_SUBPROCESS_TIMEOUT", raising=False)
+    for name, timeout in (("slow_default", ""), ("slow_set", ", timeout: 2.5")):
+        make_skill(name, f"name: {name}\ndescription: d\nexec: {{config: run.sh{timeout}}}", files={"run.sh": "true\n"})
+    yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
+    assert Settings.from_env().subprocess_timeout == 60.0
+    assert _wall_clock(yard, yard.skill("slow_default")) == 60.0
+    assert _wall_clock(yard, yard.skill("slow_set")) == 2.5
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for its (re)parent to reap it."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_timeout_kills_the_whole_process_group(make_skill, skills_root, tmp_path):
+    make_skill("hangs", "name: hangs\ndescription: d\nexec: {config: run.sh, timeout: 1}", files={"run.sh": """
+        sleep 30 > /dev/null 2>&1 &
+        echo $! > child.pid
+        sleep 30
+    """})
+    workspace = tmp_path / "ws"
+    started = time.monotonic()
+    env = await run(skills_root, "hangs", workspace_dir=str(workspace))
+    elapsed = time.monotonic() - started
+    pid = int((workspace / "child.pid").read_text())
+    try:
+        assert env["ok"] is False and env["timed_out"] is True
+        assert elapsed < 10
+        deadline = time.monotonic() + 3
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid), "the background child outlived the timeout"
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+# --- interpreters and environment ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("config", "binary"), [("main.go", "go"), ("main.js", "node"), ("main.rb", "ruby")])
+async def test_missing_interpreter_is_a_config_failure(make_skill, skills_root, tmp_path, monkeypatch, config, binary):
+    make_skill("needs_bin", f"name: needs_bin\ndescription: d\nexec: {{config: {config}}}", files={config: "x\n"})
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    env = await run(skills_root, "needs_bin")
+    assert env["ok"] is False
+    assert env["error_type"] == "config" and env["non_retriable"] is True
+    assert repr(binary) in env["error"] and "not on PATH" in env["error"]
+    assert env["missing_bins"] == [binary]
+
+
+async def test_missing_interpreter_for_declared_type(make_skill, skills_root, tmp_path, monkeypatch):
+    make_skill("rb_declared", "name: rb_declared\ndescription: d\nexec: {config: tool, primary: {type: RUBY}}",
+               files={"tool": "puts 1\n"})
+    monkeypatch.setenv("PATH", str(tmp_path))
+    env = await run(skills_root, "rb_declared")
+    assert env["ok"] is False and env["missing_bins"] == ["ruby"]
+
+
+@needs("go")
+async def test_go_runs_without_home(make_skill, skills_root, tmp_path, monkeypatch):
+    """`go run` needs a build cache: GOCACHE passes through, and without HOME or GOCACHE one is provided."""
+    make_skill("go_nohome", "name: go_nohome\ndescription: d\nexec: {config: main.go, timeout: 50}",
+               files={"main.go": GO_PROGRAM})
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("GOCACHE", raising=False)
+    env = await run(skills_root, "go_nohome", {"x": 1})
+    assert env["ok"] is True, env
+    assert env["input"] == {"x": 1}
+    cache = tmp_path / "gocache"
+    monkeypatch.setenv("GOCACHE", str(cache))
+    env = await run(skills_root, "go_nohome", {"x": 2})
+    assert env["ok"] is True, env
+    assert any(cache.iterdir()), "GOCACHE from the host was not used"
+
+
+ENV_DUMP = """
+import argparse
+import json
+import os
+
+if __name__ == "__main__":
+    argparse.ArgumentParser().parse_known_args()
+    print(json.dumps({"env": dict(os.environ)}))
+"""
+CREDENTIAL_SKILL = """
+name: creds
+description: d
+exec: {config: dump.py}
+metadata:
+  openclaw:
+    primaryEnv: SERVICE_PIN
+    requires:
+      env: [DEPLOY_TOKEN]
+"""
+#: Python itself may add LC_CTYPE (PEP 538 locale coercion) when LANG is unset or C.
+BASE = {"PATH", "HOME", "LANG", "TMPDIR", "SKILL_INPUT", "SKILL_CONTEXT", "LC_CTYPE"}
+
+
+async def test_child_environment_is_minimal_plus_declared_credentials(make_skill, skills_root, monkeypatch):
+    make_skill("creds", CREDENTIAL_SKILL, files={"dump.py": ENV_DUMP})
+    monkeypatch.setenv("SKILLYARD_TEST_UNDECLARED", "leak-me-not")
+    monkeypatch.setenv("DEPLOY_TOKEN", "token-from-host")
+    monkeypatch.delenv("SERVICE_PIN", raising=False)
+    env = await run(skills_root, "creds", {"q": 1}, skill_args={
+        "SERVICE_PIN": "pin-from-configs", "api_token": "undeclared-secret", "region": "eu"})
+    assert env["ok"] is True, env
+    child = env["env"]
+    assert set(child) <= BASE | {"DEPLOY_TOKEN", "SERVICE_PIN"}, set(child) - BASE
+    assert "SKILLYARD_TEST_UNDECLARED" not in child
+    assert child["DEPLOY_TOKEN"] == "token-from-host"
+    assert child["SERVICE_PIN"] == "pin-from-configs"
+    assert child["PATH"] == os.environ["PATH"]
+    assert json.loads(child["SKILL_INPUT"]) == {"q": 1}
+    context_text = child["SKILL_CONTEXT"]
+    for secret in ("token-from-host", "pin-from-configs", "undeclared-secret"):
+        assert secret not in context_text
+    assert json.loads(context_text)["skill_args"]["region"] == "eu"
+
+
+async def test_declared_credential_from_configs_beats_the_host(make_skill, skills_root, monkeypatch):
+    make_skill("creds", CREDENTIAL_SKILL, files={"dump.py": ENV_DUMP})
+    monkeypatch.setenv("DEPLOY_TOKEN", "token-from-host")
+    monkeypatch.setenv("SERVICE_PIN", "pin-from-host")
+    env = await run(skills_root, "creds", skill_args={"deploy_token": "token-from-configs"})
+    assert env["env"]["DEPLOY_TOKEN"] == "token-from-configs"
+    assert env["env"]["SERVICE_PIN"] == "pin-from-host"
+    assert "token-from-configs" not in env["env"]["SKILL_CONTEXT"]
+
+
+async def test_missing_declared_credential_is_not_run(make_skill, skills_root, monkeypatch):
+    make_skill("creds", CREDENTIAL_SKILL, files={"dump.py": ENV_DUMP})
+    monkeypatch.delenv("DEPLOY_TOKEN", raising=False)
+    env = await run(skills_root, "creds")
+    assert env["ok"] is False and env["needs_config"] == ["DEPLOY_TOKEN"]
+
+
+async def test_missing_script_or_command_is_a_config_failure(make_skill, skills_root):
+    make_skill("no_script", "name: no_script\ndescription: d\nexec: {config: scripts/run.sh}")
+    make_skill("no_command", "name: no_command\ndescription: d\nexec: {primary: {type: INLINE_SHELL}}")
+    for name, fragment in (("no_script", "run.sh does not exist"), ("no_command", "needs exec.primary.command")):
+        env = await run(skills_root, name)
+        assert env["ok"] is False and env["error_type"] == "config", env
+        assert fragment in env["error"]
+
+
+async def test_credential_parameters_travel_as_env_not_argv(make_skill, skills_root):
+    """§5.2: a secret parameter filled from configs must not show on argv (``ps``) nor in SKILL_INPUT."""
+    make_skill("secret_param", """
+name: secret_param
+description: d
+exec:
+  primary:
+    type: INLINE_SHELL
+    command: |
+      printf '{"argv": "%s", "input": %s, "token": "%s", "pin": "%s", "context": %s}' \
+        "$*" "$SKILL_INPUT" "$API_TOKEN" "$VAULT_PIN" "$SKILL_CONTEXT"
+""", files={"schema.json": json.dumps({"type": "object", "properties": {
+        "q": {"type": "string"}, "api_token": {"type": "string"}, "vault_pin": {"type": "string", "x-secret": True}}})})
+    env = await run(skills_root, "secret_param", {"q": "x", "api_token": "typed-by-the-model"},
+                    skill_args={"api_token": "T0K-from-configs", "vault_pin": "4321"})
+    assert env["ok"] is True, env
+    assert env["argv"] == "--q x"
+    assert env["input"] == {"q": "x"}
+    assert (env["token"], env["pin"]) == ("T0K-from-configs", "4321")
+    assert "4321" not in json.dumps(env["context"]) and "T0K" not in json.dumps(env["context"])
