@@ -29,12 +29,26 @@ class Recorder(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length).decode() if length else ""
         parts = urlsplit(self.path)
-        seen = {"method": self.command, "raw_path": parts.path, "query": parse_qs(parts.query),
-                "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body}
+        seen = {
+            "method": self.command,
+            "raw_path": parts.path,
+            "query": parse_qs(parts.query),
+            "headers": {k.lower(): v for k, v in self.headers.items()},
+            "body": body,
+        }
         self.requests.append(seen)
         if parts.path.startswith("/price/"):
-            self._send(200, {"data": {"symbol": unquote(parts.path[len("/price/"):]), "price": 101.5,
-                                      "quotes": [{"at": "09:00"}, {"at": "10:00"}]}, "meta": {"source": "test"}})
+            self._send(
+                200,
+                {
+                    "data": {
+                        "symbol": unquote(parts.path[len("/price/") :]),
+                        "price": 101.5,
+                        "quotes": [{"at": "09:00"}, {"at": "10:00"}],
+                    },
+                    "meta": {"source": "test"},
+                },
+            )
         elif parts.path == "/echo":
             self._send(200, seen)
         elif parts.path == "/text":
@@ -91,8 +105,9 @@ def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def http_skill(make_skill, name: str, toml: str, extra: str = "") -> Path:
-    return make_skill(name, f"name: {name}\ndescription: d\nexec: {{config: api.toml}}\n{extra}",
-                      files={"api.toml": toml})
+    return make_skill(
+        name, f"name: {name}\ndescription: d\nexec: {{config: api.toml}}\n{extra}", files={"api.toml": toml}
+    )
 
 
 async def run(root: Path, name: str, input: dict[str, Any] | None = None, **context: Any) -> dict[str, Any]:
@@ -113,8 +128,9 @@ path = "data"
 """
 
 
-async def test_get_with_url_placeholder_query_header_and_response_path(make_skill, skills_root, server, seen,
-                                                                      monkeypatch):
+async def test_get_with_url_placeholder_query_header_and_response_path(
+    make_skill, skills_root, server, seen, monkeypatch
+):
     monkeypatch.setenv("PRICE_API_KEY", "key-from-env")
     http_skill(make_skill, "price", PRICE.format(base=server))
     env = await run(skills_root, "price", {"symbol": "BRK/B class A", "limit": 5, "note": "not sent"})
@@ -140,8 +156,12 @@ async def test_header_variable_from_configs_beats_the_environment(make_skill, sk
 
 async def test_header_variable_from_stored_configs(make_skill, skills_root, server, seen, db_env, monkeypatch):
     monkeypatch.delenv("PRICE_API_KEY", raising=False)
-    http_skill(make_skill, "price", PRICE.format(base=server), extra="metadata: {openclaw: {primaryEnv: PRICE_API_KEY, "
-               "requires: {env: [PRICE_API_KEY]}}}")
+    http_skill(
+        make_skill,
+        "price",
+        PRICE.format(base=server),
+        extra="metadata: {openclaw: {primaryEnv: PRICE_API_KEY, requires: {env: [PRICE_API_KEY]}}}",
+    )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         missing = await yard.run("price", {"symbol": "AAPL"}, context={"role_id": "analyst"})
         assert missing["ok"] is False and missing["needs_config"] == ["PRICE_API_KEY"]
@@ -155,21 +175,39 @@ async def test_header_variable_from_stored_configs(make_skill, skills_root, serv
     ("body", "content_type", "expected"),
     [
         ("json", "application/json", {"qty": 3, "side": "buy", "tags": ["a", "b"], "rush": True, "meta": {"k": 1}}),
-        ("form", "application/x-www-form-urlencoded",
-         {"qty": ["3"], "side": ["buy"], "tags": ["a", "b"], "rush": ["true"], "meta": ['{"k": 1}']}),
+        (
+            "form",
+            "application/x-www-form-urlencoded",
+            {"qty": ["3"], "side": ["buy"], "tags": ["a", "b"], "rush": ["true"], "meta": ['{"k": 1}']},
+        ),
         ("none", None, ""),
     ],
 )
 async def test_body_kinds(make_skill, skills_root, server, seen, body, content_type, expected):
-    http_skill(make_skill, "order", f"""
+    http_skill(
+        make_skill,
+        "order",
+        f"""
 [request]
 method = "POST"
 url = "{server}/echo"
 query = ["account", "ids"]
 body = "{body}"
-""")
-    env = await run(skills_root, "order", {"account": "acc 1", "ids": [7, 8], "qty": 3, "side": "buy",
-                                           "tags": ["a", "b"], "rush": True, "meta": {"k": 1}})
+""",
+    )
+    env = await run(
+        skills_root,
+        "order",
+        {
+            "account": "acc 1",
+            "ids": [7, 8],
+            "qty": 3,
+            "side": "buy",
+            "tags": ["a", "b"],
+            "rush": True,
+            "meta": {"k": 1},
+        },
+    )
     assert env["ok"] is True, env
     [request] = seen
     assert request["method"] == "POST"
@@ -197,6 +235,13 @@ async def test_response_path_into_a_list(make_skill, skills_root, server):
     assert env == {"at": "10:00", "ok": True, "success": True}
 
 
+async def test_response_path_missing_from_the_response_is_a_failure(make_skill, skills_root, server):
+    toml = f'[request]\nurl = "{server}/price/{{symbol}}"\n[response]\npath = "data.nope"\n'
+    http_skill(make_skill, "wrongpath", toml)
+    env = await run(skills_root, "wrongpath", {"symbol": "X"})
+    assert env["ok"] is False and "'data.nope' is not in the response" in env["error"]
+
+
 async def test_whole_json_without_response_path(make_skill, skills_root, server):
     http_skill(make_skill, "whole", f'[request]\nurl = "{server}/price/{{symbol}}"\n')
     env = await run(skills_root, "whole", {"symbol": "X"})
@@ -210,8 +255,9 @@ async def test_non_json_body_is_returned_as_text(make_skill, skills_root, server
     assert env["output"] == "plain words, not JSON"
 
 
-@pytest.mark.parametrize(("path", "status", "fragment"), [("/down", 503, "upstream is down"),
-                                                          ("/missing", 404, "no such symbol")])
+@pytest.mark.parametrize(
+    ("path", "status", "fragment"), [("/down", 503, "upstream is down"), ("/missing", 404, "no such symbol")]
+)
 async def test_non_2xx_is_a_failure_with_status_and_excerpt(make_skill, skills_root, server, path, status, fragment):
     http_skill(make_skill, "failing", f'[request]\nurl = "{server}{path}"\n')
     env = await run(skills_root, "failing")
@@ -242,8 +288,11 @@ async def test_request_timeout(make_skill, skills_root, server):
 
 
 async def test_exec_timeout_is_the_wall_clock(make_skill, skills_root, server):
-    make_skill("walled", "name: walled\ndescription: d\nexec: {config: api.toml, timeout: 0.5}",
-               files={"api.toml": f'[request]\nurl = "{server}/slow"\ntimeout = 10\n'})
+    make_skill(
+        "walled",
+        "name: walled\ndescription: d\nexec: {config: api.toml, timeout: 0.5}",
+        files={"api.toml": f'[request]\nurl = "{server}/slow"\ntimeout = 10\n'},
+    )
     env = await run(skills_root, "walled")
     assert env["ok"] is False and env["timed_out"] is True
     assert "wall clock" in env["error"]

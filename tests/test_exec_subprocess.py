@@ -35,20 +35,33 @@ def needs(binary: str) -> pytest.MarkDecorator:
 
 @pytest.mark.parametrize(
     ("config", "expected"),
-    [("handler.py", "PYTHON"), ("run.sh", "SHELL"), ("main.js", "NODE"), ("main.mjs", "NODE"),
-     ("main.rb", "RUBY"), ("main.go", "GO"), ("api.toml", "HTTP")],
+    [
+        ("handler.py", "PYTHON"),
+        ("run.sh", "SHELL"),
+        ("main.js", "NODE"),
+        ("main.mjs", "NODE"),
+        ("main.rb", "RUBY"),
+        ("main.go", "GO"),
+        ("api.toml", "HTTP"),
+    ],
 )
 def test_exec_type_from_config_extension(make_skill, skills_root, config, expected):
-    make_skill("typed", f"name: typed\ndescription: d\nexec: {{config: {config}}}",
-               files={config: "def execute():\n    return {}\n" if config.endswith(".py") else "x\n"})
+    make_skill(
+        "typed",
+        f"name: typed\ndescription: d\nexec: {{config: {config}}}",
+        files={config: "def execute():\n    return {}\n" if config.endswith(".py") else "x\n"},
+    )
     skill = SkillYard(skills_dirs=[skills_root], include_builtin=False).skill("typed")
     assert skill.exec.type == expected
     assert skill.exec.config == (skills_root / "typed" / config).resolve()
 
 
 def test_primary_type_beats_the_extension(make_skill, skills_root):
-    make_skill("declared", "name: declared\ndescription: d\n"
-               "exec: {config: tool.txt, primary: {type: shell}, timeout: 7}", files={"tool.txt": "echo hi\n"})
+    make_skill(
+        "declared",
+        "name: declared\ndescription: d\nexec: {config: tool.txt, primary: {type: shell}, timeout: 7}",
+        files={"tool.txt": "echo hi\n"},
+    )
     skill = SkillYard(skills_dirs=[skills_root], include_builtin=False).skill("declared")
     assert (skill.exec.type, skill.exec.timeout) == ("SHELL", 7.0)
 
@@ -140,8 +153,10 @@ LANGUAGES = {
 
 @pytest.mark.parametrize(
     "lang",
-    [pytest.param(k, marks=needs({"node_js": "node", "node_mjs": "node", "ruby": "ruby", "go": "go"}.get(k, "bash")))
-     for k in LANGUAGES],
+    [
+        pytest.param(k, marks=needs({"node_js": "node", "node_mjs": "node", "ruby": "ruby", "go": "go"}.get(k, "bash")))
+        for k in LANGUAGES
+    ],
 )
 async def test_language_end_to_end(make_skill, skills_root, home, lang):
     frontmatter, files = LANGUAGES[lang]
@@ -159,12 +174,20 @@ async def test_language_end_to_end(make_skill, skills_root, home, lang):
         assert hidden not in ctx
     if lang == "python_cli":
         assert env["as_main"] is True and env["pid"] != os.getpid()
-        assert env["parsed"] == {"name": "Ada Lovelace", "n": 3, "loud": True, "quiet": False,
-                                 "tags": ["a", "b c"], "opts": {"k": [1, 2]}}
+        assert env["parsed"] == {
+            "name": "Ada Lovelace",
+            "n": 3,
+            "loud": True,
+            "quiet": False,
+            "tags": ["a", "b c"],
+            "opts": {"k": [1, 2]},
+        }
 
 
 async def test_inline_shell_gets_argv_and_input(make_skill, skills_root):
-    make_skill("inline", """
+    make_skill(
+        "inline",
+        """
 name: inline
 description: d
 exec:
@@ -172,7 +195,8 @@ exec:
     type: INLINE_SHELL
     command: |
       printf '{"argc": %s, "first": "%s", "second": "%s", "input": %s, "zero": "%s"}' "$#" "$1" "$2" "$SKILL_INPUT" "$0"
-""")
+""",
+    )
     env = await run(skills_root, "inline", {"who": "Ada Lovelace"})
     assert env["ok"] is True, env
     assert env["argc"] == 2 and env["first"] == "--who" and env["second"] == "Ada Lovelace"
@@ -191,8 +215,11 @@ async def test_cwd_is_the_given_workspace(make_skill, skills_root, tmp_path):
 
 
 def inline(make_skill, name: str, command: str, extra: str = "") -> None:
-    make_skill(name, f"name: {name}\ndescription: d\n{extra}exec:\n  primary:\n    type: INLINE_SHELL\n"
-                     f"    command: |\n" + "".join(f"      {line}\n" for line in command.strip().splitlines()))
+    make_skill(
+        name,
+        f"name: {name}\ndescription: d\n{extra}exec:\n  primary:\n    type: INLINE_SHELL\n"
+        f"    command: |\n" + "".join(f"      {line}\n" for line in command.strip().splitlines()),
+    )
 
 
 async def test_stdout_whole_json_document(make_skill, skills_root):
@@ -202,21 +229,29 @@ async def test_stdout_whole_json_document(make_skill, skills_root):
 
 
 async def test_stdout_last_line_json(make_skill, skills_root):
-    inline(make_skill, "lastline", """
+    inline(
+        make_skill,
+        "lastline",
+        """
 echo "starting"
 echo "{not json"
 echo '{"answer": 42}'
-""")
+""",
+    )
     env = await run(skills_root, "lastline")
     assert env == {"answer": 42, "ok": True, "success": True}
 
 
 async def test_stdout_media_path_line(make_skill, skills_root, tmp_path):
-    inline(make_skill, "chart", """
+    inline(
+        make_skill,
+        "chart",
+        """
 printf 'PNG' > chart.png
 echo "rendered the chart"
 echo chart.png
-""")
+""",
+    )
     workspace = tmp_path / "ws"
     env = await run(skills_root, "chart", workspace_dir=str(workspace))
     assert env["ok"] is True
@@ -225,11 +260,15 @@ echo chart.png
 
 
 async def test_stdout_plain_text_and_stderr_to_the_log(make_skill, skills_root, caplog):
-    inline(make_skill, "plain", """
+    inline(
+        make_skill,
+        "plain",
+        """
 echo "progress: half way" >&2
 echo "hello world"
 echo "second line"
-""")
+""",
+    )
     with caplog.at_level(logging.INFO, logger="skillyard.subprocess"):
         env = await run(skills_root, "plain")
     assert env == {"output": "hello world\nsecond line\n", "ok": True, "success": True}
@@ -237,11 +276,15 @@ echo "second line"
 
 
 async def test_nonzero_exit_is_a_technical_failure(make_skill, skills_root):
-    inline(make_skill, "broken", """
+    inline(
+        make_skill,
+        "broken",
+        """
 echo '{"partial": true}'
 echo "cannot open database: permission denied" >&2
 exit 3
-""")
+""",
+    )
     env = await run(skills_root, "broken")
     assert env["ok"] is False and env["success"] is False
     assert env["exit_code"] == 3
@@ -274,11 +317,17 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 async def test_timeout_kills_the_whole_process_group(make_skill, skills_root, tmp_path):
-    make_skill("hangs", "name: hangs\ndescription: d\nexec: {config: run.sh, timeout: 1}", files={"run.sh": """
+    make_skill(
+        "hangs",
+        "name: hangs\ndescription: d\nexec: {config: run.sh, timeout: 1}",
+        files={
+            "run.sh": """
         sleep 30 > /dev/null 2>&1 &
         echo $! > child.pid
         sleep 30
-    """})
+    """
+        },
+    )
     workspace = tmp_path / "ws"
     started = time.monotonic()
     env = await run(skills_root, "hangs", workspace_dir=str(workspace))
@@ -313,8 +362,11 @@ async def test_missing_interpreter_is_a_config_failure(make_skill, skills_root, 
 
 
 async def test_missing_interpreter_for_declared_type(make_skill, skills_root, tmp_path, monkeypatch):
-    make_skill("rb_declared", "name: rb_declared\ndescription: d\nexec: {config: tool, primary: {type: RUBY}}",
-               files={"tool": "puts 1\n"})
+    make_skill(
+        "rb_declared",
+        "name: rb_declared\ndescription: d\nexec: {config: tool, primary: {type: RUBY}}",
+        files={"tool": "puts 1\n"},
+    )
     monkeypatch.setenv("PATH", str(tmp_path))
     env = await run(skills_root, "rb_declared")
     assert env["ok"] is False and env["missing_bins"] == ["ruby"]
@@ -323,8 +375,11 @@ async def test_missing_interpreter_for_declared_type(make_skill, skills_root, tm
 @needs("go")
 async def test_go_runs_without_home(make_skill, skills_root, tmp_path, monkeypatch):
     """`go run` needs a build cache: GOCACHE passes through, and without HOME or GOCACHE one is provided."""
-    make_skill("go_nohome", "name: go_nohome\ndescription: d\nexec: {config: main.go, timeout: 50}",
-               files={"main.go": GO_PROGRAM})
+    make_skill(
+        "go_nohome",
+        "name: go_nohome\ndescription: d\nexec: {config: main.go, timeout: 50}",
+        files={"main.go": GO_PROGRAM},
+    )
     monkeypatch.delenv("HOME", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.delenv("GOCACHE", raising=False)
@@ -366,8 +421,12 @@ async def test_child_environment_is_minimal_plus_declared_credentials(make_skill
     monkeypatch.setenv("SKILLYARD_TEST_UNDECLARED", "leak-me-not")
     monkeypatch.setenv("DEPLOY_TOKEN", "token-from-host")
     monkeypatch.delenv("SERVICE_PIN", raising=False)
-    env = await run(skills_root, "creds", {"q": 1}, skill_args={
-        "SERVICE_PIN": "pin-from-configs", "api_token": "undeclared-secret", "region": "eu"})
+    env = await run(
+        skills_root,
+        "creds",
+        {"q": 1},
+        skill_args={"SERVICE_PIN": "pin-from-configs", "api_token": "undeclared-secret", "region": "eu"},
+    )
     assert env["ok"] is True, env
     child = env["env"]
     assert set(child) <= BASE | {"DEPLOY_TOKEN", "SERVICE_PIN"}, set(child) - BASE
@@ -410,7 +469,9 @@ async def test_missing_script_or_command_is_a_config_failure(make_skill, skills_
 
 async def test_credential_parameters_travel_as_env_not_argv(make_skill, skills_root):
     """§5.2: a secret parameter filled from configs must not show on argv (``ps``) nor in SKILL_INPUT."""
-    make_skill("secret_param", """
+    make_skill(
+        "secret_param",
+        """
 name: secret_param
 description: d
 exec:
@@ -419,10 +480,26 @@ exec:
     command: |
       printf '{"argv": "%s", "input": %s, "token": "%s", "pin": "%s", "context": %s}' \
         "$*" "$SKILL_INPUT" "$API_TOKEN" "$VAULT_PIN" "$SKILL_CONTEXT"
-""", files={"schema.json": json.dumps({"type": "object", "properties": {
-        "q": {"type": "string"}, "api_token": {"type": "string"}, "vault_pin": {"type": "string", "x-secret": True}}})})
-    env = await run(skills_root, "secret_param", {"q": "x", "api_token": "typed-by-the-model"},
-                    skill_args={"api_token": "T0K-from-configs", "vault_pin": "4321"})
+""",
+        files={
+            "schema.json": json.dumps(
+                {
+                    "type": "object",
+                    "properties": {
+                        "q": {"type": "string"},
+                        "api_token": {"type": "string"},
+                        "vault_pin": {"type": "string", "x-secret": True},
+                    },
+                }
+            )
+        },
+    )
+    env = await run(
+        skills_root,
+        "secret_param",
+        {"q": "x", "api_token": "typed-by-the-model"},
+        skill_args={"api_token": "T0K-from-configs", "vault_pin": "4321"},
+    )
     assert env["ok"] is True, env
     assert env["argv"] == "--q x"
     assert env["input"] == {"q": "x"}

@@ -184,13 +184,15 @@ class SkillYard:
         }
 
     # running ---------------------------------------------------------------------------------------------
-    def workspace(self, session_id: str) -> str:
-        """The session's workspace folder, created on first use (remembered, so runs do not stat it)."""
-        path = self._workspaces.get(session_id)
+    def workspace(self, session_id: str, given: str | None = None) -> str:
+        """The run's workspace folder (the caller's, or the session's), created on first use and remembered,
+        so runs do not stat it."""
+        key = given or session_id
+        path = self._workspaces.get(key)
         if path is None:
-            folder = self.settings.workspace_for(session_id)
+            folder = Path(given) if given else self.settings.workspace_for(session_id)
             folder.mkdir(parents=True, exist_ok=True)
-            path = self._workspaces[session_id] = str(folder)
+            path = self._workspaces[key] = str(folder)
         return path
 
     def new_turn(self, session_id: str = "", channel: str = "", **context: Any) -> Turn:

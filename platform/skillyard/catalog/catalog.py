@@ -25,20 +25,28 @@ class Entry:
     shadowed_by: str | None = None
 
 
-def _signature(found: FoundSkill) -> Signature:
-    """Name, mtime and size of the files at the top of a skill folder (plus an out-of-folder SKILL.md)."""
-    items: list[tuple[str, int, int]] = []
+def _stat_files(folder: Path | str, prefix: str, items: list[tuple[str, int, int]], packages: bool) -> None:
+    """Add (name, mtime, size) of the files in a folder, and of the Python packages inside it."""
     try:
-        with os.scandir(found.dir) as it:
+        with os.scandir(folder) as it:
             for entry in it:
                 try:
                     if entry.is_file():
                         st = entry.stat()
-                        items.append((entry.name, st.st_mtime_ns, st.st_size))
+                        items.append((prefix + entry.name, st.st_mtime_ns, st.st_size))
+                    elif packages and entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")):
+                        _stat_files(entry.path, f"{prefix}{entry.name}/", items, packages=True)
                 except OSError:
                     continue
     except OSError:
         pass
+
+
+def _signature(found: FoundSkill) -> Signature:
+    """Name, mtime and size of the files of a skill folder (top level and Python packages, so code edits in
+    a sub-package reload too), plus an out-of-folder SKILL.md."""
+    items: list[tuple[str, int, int]] = []
+    _stat_files(found.dir, "", items, packages=True)
     if found.skill_md.parent != found.dir:
         try:
             st = found.skill_md.stat()

@@ -43,13 +43,13 @@ def load_spec(path: Path) -> dict[str, Any]:
         raise HttpSpecError(f"cannot read {path.name}: {exc}") from None
     request = spec.get("request")
     if not isinstance(request, dict) or not isinstance(request.get("url"), str):
-        raise HttpSpecError(f"{path.name} needs a [request] table with url = \"https://…\"")
+        raise HttpSpecError(f'{path.name} needs a [request] table with url = "https://…"')
     body = request.get("body", "none" if str(request.get("method", "GET")).upper() in ("GET", "HEAD") else "json")
     if body not in BODY_KINDS:
         raise HttpSpecError(f"{path.name}: request.body must be one of {', '.join(BODY_KINDS)}, not {body!r}")
     request["body"] = body
     if not isinstance(request.get("headers", {}), dict):
-        raise HttpSpecError(f"{path.name}: request.headers must be a table, e.g. headers = {{ Accept = \"text/csv\" }}")
+        raise HttpSpecError(f'{path.name}: request.headers must be a table, e.g. headers = {{ Accept = "text/csv" }}')
     query = request.get("query", [])
     if not isinstance(query, list) or not all(isinstance(q, str) for q in query):
         raise HttpSpecError(f"{path.name}: request.query must be a list of input field names, not {query!r}")
@@ -83,8 +83,12 @@ def build_request(spec: Mapping[str, Any], input: Mapping[str, Any], configs: Ma
         for k, v in (req.get("headers") or {}).items()
     }
     query = {name: _wire(remaining.pop(name)) for name in (req.get("query") or []) if name in remaining}
-    kwargs: dict[str, Any] = {"method": str(req.get("method", "GET")).upper(), "url": url, "headers": headers,
-                              "params": query}
+    kwargs: dict[str, Any] = {
+        "method": str(req.get("method", "GET")).upper(),
+        "url": url,
+        "headers": headers,
+        "params": query,
+    }
     if req["body"] == "json" and remaining:
         kwargs["json"] = remaining
     elif req["body"] == "form" and remaining:
@@ -101,15 +105,18 @@ def _wire(value: Any) -> Any:
     return value  # str, numbers, booleans ("true"/"false") and None ("") as httpx writes them
 
 
+_MISSING = object()
+
+
 def extract(value: Any, path: str | None) -> Any:
-    """A dotted path (``data.items.0``) into a JSON response."""
+    """A dotted path (``data.items.0``) into a JSON response; ``_MISSING`` when it leads nowhere."""
     for part in [p for p in (path or "").split(".") if p]:
-        if isinstance(value, Mapping):
-            value = value.get(part)
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
         elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
             value = value[int(part)]
         else:
-            return None
+            return _MISSING
     return value
 
 
@@ -145,8 +152,12 @@ class HttpExecutor:
         except HttpSpecError as exc:
             return failure(skill.name, f"HTTP skill {skill.name!r}: {exc}", error_type="config", non_retriable=True)
         except MissingUrlField as exc:
-            return failure(skill.name, f"HTTP skill {skill.name!r}: {exc}; call it again with a value for "
-                           f"{exc.names[0]!r}", need_param=exc.names[0], error_type="recoverable")
+            return failure(
+                skill.name,
+                f"HTTP skill {skill.name!r}: {exc}; call it again with a value for {exc.names[0]!r}",
+                need_param=exc.names[0],
+                error_type="recoverable",
+            )
         timeout = float(spec["request"].get("timeout", 30))
         try:
             async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
@@ -157,22 +168,36 @@ class HttpExecutor:
             if isinstance(exc, httpx.ConnectError) and "refused" in str(exc).lower():
                 kind = "ConnectionRefusedError"
             return failure(
-                skill.name, f"HTTP skill {skill.name!r} could not reach {kwargs['url'].split('?')[0]}: {exc}",
-                exception_type=kind, error_type="transient", timed_out=isinstance(exc, httpx.TimeoutException),
+                skill.name,
+                f"HTTP skill {skill.name!r} could not reach {kwargs['url'].split('?')[0]}: {exc}",
+                exception_type=kind,
+                error_type="transient",
+                timed_out=isinstance(exc, httpx.TimeoutException),
             )
         text = response.text
         if not response.is_success:
             return failure(
-                skill.name, f"HTTP skill {skill.name!r}: {response.status_code} {response.reason_phrase}: "
-                f"{text[:BODY_EXCERPT]}",
-                status=response.status_code, body_excerpt=text[:BODY_EXCERPT],
+                skill.name,
+                f"HTTP skill {skill.name!r}: {response.status_code} {response.reason_phrase}: {text[:BODY_EXCERPT]}",
+                status=response.status_code,
+                body_excerpt=text[:BODY_EXCERPT],
                 error_type="transient" if response.status_code >= 500 or response.status_code == 429 else "recoverable",
             )
         try:
             data = response.json()
         except ValueError:
             return {"output": text, "status": response.status_code}
-        return extract(data, (spec.get("response") or {}).get("path"))
+        path = (spec.get("response") or {}).get("path")
+        result = extract(data, path)
+        if result is _MISSING:
+            return failure(
+                skill.name,
+                f"HTTP skill {skill.name!r}: response.path {path!r} is not in the response "
+                f"(top-level keys: {', '.join(list(data)[:10]) if isinstance(data, dict) else type(data).__name__})",
+                status=response.status_code,
+                error_type="config",
+            )
+        return result
 
 
 @hookimpl

@@ -122,5 +122,16 @@ def load_entry_module(skill_dir: Path, module_file: Path, version: Any) -> Modul
         folder = module_file.parent
         _SkillFinder.packages[package] = (folder, _scoped_builtins(package, _sibling_names(folder)))
         module = importlib.import_module(f"{package}.{module_file.stem}")
+        _forget_older_versions(str(module_file), version)
         _loaded[key] = module
         return module
+
+
+def _forget_older_versions(module_file: str, current: Any) -> None:
+    """Drop earlier versions of a skill's package so a long-running host does not keep every edit in memory."""
+    for old_key in [k for k in _loaded if k[0] == module_file and k[1] != current]:
+        old = _loaded.pop(old_key)
+        package = old.__name__.rpartition(".")[0]
+        _SkillFinder.packages.pop(package, None)
+        for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+            del sys.modules[name]

@@ -73,13 +73,15 @@ def split_secret_params(skill: Skill, input: Mapping[str, Any]) -> tuple[dict[st
     public = {k: v for k, v in input.items() if k not in secrets}
     env = {
         re.sub(r"[^A-Za-z0-9_]", "_", k).upper(): str(v)
-        for k, v in input.items() if k in secrets and v not in (None, "")
+        for k, v in input.items()
+        if k in secrets and v not in (None, "")
     }
     return public, env
 
 
-def child_env(skill: Skill, input: Mapping[str, Any], ctx: Mapping[str, Any],
-              secret_env: Mapping[str, str] | None = None) -> dict[str, str]:
+def child_env(
+    skill: Skill, input: Mapping[str, Any], ctx: Mapping[str, Any], secret_env: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """A minimal environment: PATH, HOME, LANG, TMPDIR, SKILL_INPUT, SKILL_CONTEXT and the skill's credentials."""
     env = {k: os.environ[k] for k in BASE_ENV if k in os.environ}
     if skill.exec.type == "GO":
@@ -146,20 +148,29 @@ async def run_subprocess(
     argv, binary = command_for(skill, force_python_cli)
     problem = _spec_problem(skill, force_python_cli)
     if problem:
-        return failure(skill.name, f"skill {skill.name!r} cannot run: {problem}", error_type="config",
-                       non_retriable=True)
+        return failure(
+            skill.name, f"skill {skill.name!r} cannot run: {problem}", error_type="config", non_retriable=True
+        )
     if binary and shutil.which(binary) is None and not Path(binary).is_file():
         return failure(
-            skill.name, f"skill {skill.name!r} needs the {binary!r} interpreter, which is not on PATH; install it",
-            error_type="config", non_retriable=True, missing_bins=[binary],
+            skill.name,
+            f"skill {skill.name!r} needs the {binary!r} interpreter, which is not on PATH; install it",
+            error_type="config",
+            non_retriable=True,
+            missing_bins=[binary],
         )
     cwd = ctx.get("workspace_dir") or None
     if cwd:  # a caller-given workspace may not exist yet; one mkdir is nothing next to a fork and exec
         os.makedirs(cwd, exist_ok=True)
     public, secret_env = split_secret_params(skill, input)
     proc = await asyncio.create_subprocess_exec(
-        *argv, *input_argv(public), cwd=cwd, env=child_env(skill, public, ctx, secret_env),
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        *argv,
+        *input_argv(public),
+        cwd=cwd,
+        env=child_env(skill, public, ctx, secret_env),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )
     try:
@@ -174,9 +185,12 @@ async def run_subprocess(
     out_text = stdout.decode("utf-8", "replace")
     if proc.returncode != 0:
         return failure(
-            skill.name, f"skill {skill.name!r} exited with code {proc.returncode}"
+            skill.name,
+            f"skill {skill.name!r} exited with code {proc.returncode}"
             + (f": {err_text.strip().splitlines()[-1][:300]}" if err_text.strip() else ""),
-            exit_code=proc.returncode, stderr_tail=err_text[-STDERR_TAIL:], error_type="transient",
+            exit_code=proc.returncode,
+            stderr_tail=err_text[-STDERR_TAIL:],
+            error_type="transient",
         )
     return parse_stdout(out_text, cwd)
 

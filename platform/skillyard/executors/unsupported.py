@@ -17,8 +17,11 @@ class NotSupportedExecutor:
 
     async def run(self, skill: Skill, input: dict[str, Any], ctx: dict[str, Any], *, yard: Any) -> Any:
         return failure(
-            skill.name, f"exec type {self.exec_type} is not supported yet (skill {skill.name!r}); "
-            "use PYTHON, a subprocess type or HTTP", error_type="config", non_retriable=True,
+            skill.name,
+            f"exec type {self.exec_type} is not supported yet (skill {skill.name!r}); "
+            "use PYTHON, a subprocess type or HTTP",
+            error_type="config",
+            non_retriable=True,
         )
 
 

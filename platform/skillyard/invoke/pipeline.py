@@ -140,8 +140,7 @@ async def _context(
     ctx = base_context(given)
     session = ctx["session_id"] or "default"
     check_session_id(session)
-    if not ctx["workspace_dir"]:
-        ctx["workspace_dir"] = yard.workspace(session)
+    ctx["workspace_dir"] = yard.workspace(session, ctx["workspace_dir"] or None)
     inject_configs(ctx, skill.name, configs)
     if skill.code.uses_db:
         ctx["db_factory"] = await yard.database.session_factory()
