@@ -308,3 +308,19 @@ async def test_a_running_host_finds_dropped_in_skills(make_skill, skills_root, m
                 break
             await asyncio.sleep(0.02)
         assert any(e.skill.name == "later" for e in yard.entries)
+
+
+async def test_declared_python_type_without_config_uses_handler_py(make_skill, skills_root):
+    make_skill(
+        "typed",
+        frontmatter="name: typed\ndescription: d\nexec:\n  primary:\n    type: python",
+        files={"handler.py": HANDLER},
+    )
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        assert yard.skill("typed").exec.config == (skills_root / "typed" / "handler.py").resolve()
+        assert (await yard.run("typed"))["ok"] is True
+
+
+def test_knowledge_skills_have_no_tool_names(make_skill, skills_root):
+    make_skill("kb", frontmatter="name: kb\ndescription: d\nskill_type: knowledge")
+    assert describe_entry(SkillYard(skills_dirs=[skills_root], include_builtin=False).entries[0])["tool_names"] == []

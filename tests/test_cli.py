@@ -201,3 +201,14 @@ def test_config_commands(runner, skills_root, db_env):
     assert "api_key = ********" in listed.output and "units = metric" in listed.output and "abc" not in listed.output
     assert runner.invoke(cli, ["config", "set", "weather", "novalue"]).exit_code == 2
     assert "removed 2" in runner.invoke(cli, ["config", "unset", "weather", "--role", "r1"]).output
+
+
+def test_bad_settings_are_usage_errors(runner, skills_root, monkeypatch):
+    monkeypatch.setenv("SKILLYARD_WALL_CLOCK", "soon")
+    result = runner.invoke(cli, ["list", "--skills-dir", str(skills_root)])
+    assert result.exit_code == 2 and "SKILLYARD_WALL_CLOCK='soon' is not a number" in result.output
+
+
+def test_config_set_with_an_empty_key_is_a_usage_error(runner, db_env):
+    result = runner.invoke(cli, ["config", "set", "weather", "--", "-=x"])
+    assert result.exit_code == 2 and "empty once normalized" in result.output

@@ -132,7 +132,7 @@ async def test_get_with_url_placeholder_query_header_and_response_path(
     make_skill, skills_root, server, seen, monkeypatch
 ):
     monkeypatch.setenv("PRICE_API_KEY", "key-from-env")
-    http_skill(make_skill, "price", PRICE.format(base=server))
+    http_skill(make_skill, "price", PRICE.format(base=server), "metadata: {openclaw: {primaryEnv: PRICE_API_KEY}}")
     env = await run(skills_root, "price", {"symbol": "BRK/B class A", "limit": 5, "note": "not sent"})
     assert env["ok"] is True, env
     assert env["symbol"] == "BRK/B class A" and env["price"] == 101.5
@@ -144,6 +144,16 @@ async def test_get_with_url_placeholder_query_header_and_response_path(
     assert request["headers"]["authorization"] == "Bearer key-from-env"
     assert request["headers"]["x-client"] == "skillyard"
     assert request["body"] == ""  # GET: body defaults to none, so 'note' is not sent
+
+
+async def test_header_variables_never_read_undeclared_host_variables(
+    make_skill, skills_root, server, seen, monkeypatch
+):
+    monkeypatch.setenv("PRICE_API_KEY", "host-secret")
+    http_skill(make_skill, "sneaky", PRICE.format(base=server))
+    env = await run(skills_root, "sneaky", {"symbol": "X"})
+    assert env["ok"] is False and "${PRICE_API_KEY}" in env["error"] and "declare it" in env["error"]
+    assert seen == [] and "host-secret" not in json.dumps(env)
 
 
 async def test_header_variable_from_configs_beats_the_environment(make_skill, skills_root, server, seen, monkeypatch):

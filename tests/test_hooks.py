@@ -158,7 +158,7 @@ async def test_extra_context_sync_and_async(register, make_skill, skills_root):
     assert (env["tenant"], env["for"], env["org"], env["p"]) == ("acme", "c", "o1", 1)
 
 
-async def test_startup_and_shutdown(register):
+async def test_startup(register):
     events = []
 
     class Plugin:
@@ -177,6 +177,43 @@ async def test_startup_and_shutdown(register):
     async with SkillYard(include_builtin=False):
         assert events == [("startup", "SkillYard")]
     assert events[-1] == ("shutdown", "SkillYard")
+
+
+async def test_shutdown(register):
+    closed = []
+
+    class Plugin:
+        @hookimpl
+        def shutdown(self, yard):
+            async def flush():
+                await asyncio.sleep(0)
+                closed.append(yard.database.is_open)
+
+            return flush()
+
+    register(Plugin(), "shutdown-plugin")
+    yard = SkillYard(include_builtin=False)
+    await yard.close()  # never opened: shutdown hooks are for opened hosts only
+    assert closed == []
+    async with SkillYard(include_builtin=False):
+        pass
+    assert closed == [False]
+
+
+def test_register_commands_cannot_replace_a_command(register):
+    from skillyard.cli import cli
+
+    class Plugin:
+        @hookimpl
+        def register_commands(self, cli):
+            @cli.command(name="run")
+            def run():
+                """Not allowed."""
+
+    register(Plugin(), "hijack")
+    with pytest.raises(DuplicateRegistration, match="'run', which already exists"):
+        pm.hook.register_commands(cli=cli)
+    assert cli.commands["run"].callback.__module__ == "skillyard.cli"
 
 
 def test_register_commands(register):

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from .catalog.describe import describe_entry, describe_skill
-from .errors import SkillyardError, UnknownSkill
+from .errors import DuplicateRegistration, SkillyardError, UnknownSkill
 from .plugins import load_plugins, plugin_table
 
 T = TypeVar("T")
@@ -73,7 +73,21 @@ def _yard(skills_dirs: tuple[Path, ...], include_builtin: bool = True) -> Any:
         raise click.UsageError(str(exc)) from None
 
 
-@click.group()
+class SkillyardGroup(click.Group):
+    """A click group where a plugin command can never silently replace another command."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        name = name or cmd.name
+        existing = self.commands.get(name or "")
+        if existing is not None and existing is not cmd:
+            raise DuplicateRegistration(
+                f"a plugin tried to add the command {name!r}, which already exists; give the plugin's command "
+                "another name"
+            )
+        super().add_command(cmd, name)
+
+
+@click.group(cls=SkillyardGroup)
 @click.version_option(package_name="skillyard")
 @click.option("-v", "--verbose", count=True, help="Log more to stderr (-v info, -vv debug).")
 def cli(verbose: int) -> None:
@@ -251,7 +265,11 @@ def config_set(skill: str, pairs: tuple[str, ...], role: str) -> None:
         async with yard:
             return await yard.configs.set(role, skill, values)  # type: ignore[no-any-return]
 
-    for key, secret in _arun(go()).items():
+    try:
+        stored = _arun(go())
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    for key, secret in stored.items():
         click.echo(f"set {skill}.{key}" + (" (secret, encrypted)" if secret else ""))
 
 

@@ -28,6 +28,7 @@ pm = pluggy.PluginManager("skillyard")
 pm.add_hookspecs(hookspecs)
 
 _loaded = False
+_versions: dict[str, str] = {}
 
 
 def load_plugins() -> pluggy.PluginManager:
@@ -47,6 +48,8 @@ def load_plugins() -> pluggy.PluginManager:
             continue
         if pm.get_plugin(ep.name) is None:
             pm.register(ep.load(), name=ep.name)
+            if ep.dist is not None:
+                _versions[ep.name] = ep.dist.version
     return pm
 
 
@@ -72,13 +75,5 @@ def plugin_table(include_builtin: bool = False) -> list[dict[str, Any]]:
         if not include_builtin and is_builtin(name):
             continue
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
-        dist = next((d for p, d in pm.list_plugin_distinfo() if p is plugin), None)
-        rows.append(
-            {
-                "name": name,
-                "hooks": hooks,
-                "builtin": is_builtin(name),
-                "version": getattr(dist, "version", None) if dist else None,
-            }
-        )
+        rows.append({"name": name, "hooks": hooks, "builtin": is_builtin(name), "version": _versions.get(name)})
     return rows

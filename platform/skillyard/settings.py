@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import SkillyardError
+
 
 def _float_env(name: str, default: float) -> float:
     value = os.environ.get(name, "").strip()
@@ -14,7 +16,7 @@ def _float_env(name: str, default: float) -> float:
     try:
         return float(value)
     except ValueError:
-        raise ValueError(f"{name}={value!r} is not a number; set it to seconds, e.g. {name}={default:g}") from None
+        raise SkillyardError(f"{name}={value!r} is not a number; set it to seconds, e.g. {name}={default:g}") from None
 
 
 @dataclass(frozen=True)

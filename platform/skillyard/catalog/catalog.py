@@ -145,6 +145,8 @@ class Catalog:
             base = new
         subs = skill.schema.subcommands
         names: dict[str, str | None] = {fanout_name(base, sub): sub for sub in subs} if subs else {base: None}
+        if skill.skill_type == "knowledge":  # never a tool: retrieval only
+            names = {}
         for tool in names:
             taken[tool] = skill.name
         taken.setdefault(base, skill.name)

@@ -120,7 +120,7 @@ def _exec_spec(skill_dir: Path, meta: Mapping[str, Any], warnings: list[str]) ->
     command = primary.get("command") if isinstance(primary.get("command"), str) else None
     config = spec.get("config")
     config_path = (skill_dir / str(config)).resolve() if config else None
-    if config_path is None and declared is None and (skill_dir / "handler.py").is_file():
+    if config_path is None and declared in (None, "PYTHON") and (skill_dir / "handler.py").is_file():
         config_path = (skill_dir / "handler.py").resolve()
     exec_type = declared
     if exec_type is None and config_path is not None:

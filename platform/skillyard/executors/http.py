@@ -15,6 +15,7 @@ import httpx
 
 from ..catalog.skill import Skill
 from ..hookspecs import hookimpl
+from ..invoke.context import config_value
 from ..invoke.envelope import failure
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_\-]+)\}")
@@ -59,15 +60,28 @@ def load_spec(path: Path) -> dict[str, Any]:
     return spec
 
 
-def _lookup(name: str, configs: Mapping[str, Any]) -> str:
-    for key in (name, name.lower()):
-        value = configs.get(key)
-        if value not in (None, ""):
-            return str(value)
-    return os.environ.get(name, "")
+def _lookup(name: str, configs: Mapping[str, Any], declared: frozenset[str]) -> str:
+    """``${VAR}``: the skill's configs, then the host environment for variables the skill declares only.
+
+    An HTTP skill must not be able to send arbitrary host secrets to its own URL.
+    """
+    configured = config_value(name, configs)
+    if configured is not None:
+        return configured
+    if name in declared:
+        return os.environ.get(name, "")
+    raise HttpSpecError(
+        f"a header uses ${{{name}}}, which is neither in the skill's configs nor declared in "
+        "metadata.openclaw.requires.env / primaryEnv; declare it there"
+    )
 
 
-def build_request(spec: Mapping[str, Any], input: Mapping[str, Any], configs: Mapping[str, Any]) -> dict[str, Any]:
+def build_request(
+    spec: Mapping[str, Any],
+    input: Mapping[str, Any],
+    configs: Mapping[str, Any],
+    declared: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
     """Method, URL, headers, query and body for httpx from the spec and the input."""
     req = spec["request"]
     remaining = {k: v for k, v in input.items() if not k.startswith("_")}
@@ -79,7 +93,7 @@ def build_request(spec: Mapping[str, Any], input: Mapping[str, Any], configs: Ma
     for name in used:
         remaining.pop(name, None)
     headers = {
-        str(k): _VARIABLE.sub(lambda m: _lookup(m.group(1), configs), str(v))
+        str(k): _VARIABLE.sub(lambda m: _lookup(m.group(1), configs, declared), str(v))
         for k, v in (req.get("headers") or {}).items()
     }
     query = {name: _wire(remaining.pop(name)) for name in (req.get("query") or []) if name in remaining}
@@ -148,7 +162,7 @@ class HttpExecutor:
         assert skill.exec.config is not None
         try:
             spec = load_spec(skill.exec.config)
-            kwargs = build_request(spec, input, ctx.get("skill_args") or {})
+            kwargs = build_request(spec, input, ctx.get("skill_args") or {}, frozenset(skill.requires.credential_env))
         except HttpSpecError as exc:
             return failure(skill.name, f"HTTP skill {skill.name!r}: {exc}", error_type="config", non_retriable=True)
         except MissingUrlField as exc:

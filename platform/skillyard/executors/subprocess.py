@@ -19,7 +19,7 @@ from typing import Any
 from ..catalog.schema import looks_secret
 from ..catalog.skill import Skill
 from ..hookspecs import hookimpl
-from ..invoke.context import subprocess_context
+from ..invoke.context import credential_value, subprocess_context
 from ..invoke.envelope import failure
 from ..invoke.inputs import SUBCOMMAND
 from .stdout import parse_stdout
@@ -89,7 +89,7 @@ def child_env(
     configs = ctx.get("skill_args") or {}
     declared = {name.lower() for name in (*skill.requires.credential_env, *skill.schema.secret_params)}
     for name in skill.requires.credential_env:
-        value = configs.get(name) or configs.get(name.lower()) or os.environ.get(name)
+        value = credential_value(name, configs)
         if value:
             env[name] = str(value)
     for name, value in (secret_env or {}).items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import functools
 import time
 from collections.abc import Mapping
@@ -188,3 +189,22 @@ def subprocess_context(ctx: Mapping[str, Any]) -> dict[str, Any]:
         if value is None or isinstance(value, (str, int, float, bool, list, dict)):
             out[key] = value
     return out
+
+
+def config_value(name: str, configs: Mapping[str, Any]) -> str | None:
+    """A declared variable's value from configs: the exact name, then its lower-case form (``API_KEY`` is
+    usually saved as ``api_key``). Empty values count as unset."""
+    for key in (name, name.lower()):
+        value = configs.get(key)
+        if value is not None and str(value).strip():
+            return str(value)
+    return None
+
+
+def credential_value(name: str, configs: Mapping[str, Any]) -> str | None:
+    """A declared credential: configs first, then the host environment (§5.2)."""
+    found = config_value(name, configs)
+    if found is not None:
+        return found
+    env = os.environ.get(name, "")
+    return env if env.strip() else None

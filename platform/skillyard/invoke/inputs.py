@@ -73,8 +73,8 @@ def prepare_input(
         error = jsonschema.exceptions.best_match(validator.iter_errors(checked))
         assert error is not None
         field = next((str(p) for p in error.absolute_path), None)
-        if field is None and error.validator == "required":
-            field = str(error.message).split("'")[1] if "'" in error.message else None
+        if field is None and error.validator in ("required", "additionalProperties") and "'" in error.message:
+            field = str(error.message).split("'")[1]  # the missing or unexpected property
         where = f"input field {field!r}" if field else "the input"
         return data, failure(
             skill.name,

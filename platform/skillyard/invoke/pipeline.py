@@ -20,7 +20,7 @@ from ..plugins import await_me_maybe
 from . import envelope as env_mod
 from .budget import Turn
 from .calls import make_call_skill
-from .context import base_context, effective_configs, inject_configs
+from .context import base_context, credential_value, effective_configs, inject_configs
 from .inputs import prepare_input
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def _gate(yard: SkillYard, skill: Skill, configs: Mapping[str, Any]) -> dict[str
         return None
     gate = check_requirements(
         skill.requires,
-        lambda n: (n in configs and str(configs[n]).strip() != "") or bool(os.environ.get(n, "").strip()),
+        lambda n: credential_value(n, configs) is not None,
     )
     if not gate.os_supported:
         return env_mod.failure(
@@ -179,11 +179,11 @@ async def execute(
     configs = effective_configs(skill.name, await yard.configs.get(role, skill.name), given)
     envelope = _gate(yard, skill, configs)
     if envelope is None:
+        if depth:  # §9.1: a callee's own configs fill the fields its caller left out (before validation)
+            props = skill.schema.full.get("properties") or {}
+            input = {**{k: v for k, v in configs.items() if k in props}, **input}
         data, envelope = prepare_input(skill, sub, input, configs)
     if envelope is None:
-        if depth:  # §9.1: a callee's own configs fill the fields its caller left out
-            props = skill.schema.full.get("properties") or {}
-            data.update({k: v for k, v in configs.items() if k in props and k not in data})
         run = Run(skill, sub, data, await _context(yard, skill, given, configs, depth), turn, depth)
         envelope = await _execute(yard, run)
         if depth == 0:
