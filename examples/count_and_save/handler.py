@@ -9,14 +9,18 @@ async def execute(input_data, runtime_context):
         return {"ok": False, "error": f"word_count failed: {counted['error']}", "error_type": "transient"}
 
     db = runtime_context["db"]
-    await db.execute(text(
-        "CREATE TABLE IF NOT EXISTS public.word_counts ("
-        " id BIGSERIAL PRIMARY KEY, words INTEGER NOT NULL, lines INTEGER NOT NULL, chars INTEGER NOT NULL,"
-        " created_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-    ))
-    row_id = (await db.execute(
-        text("INSERT INTO public.word_counts (words, lines, chars) VALUES (:words, :lines, :chars) RETURNING id"),
-        {k: counted[k] for k in ("words", "lines", "chars")},
-    )).scalar_one()
+    await db.execute(
+        text(
+            "CREATE TABLE IF NOT EXISTS public.word_counts ("
+            " id BIGSERIAL PRIMARY KEY, words INTEGER NOT NULL, lines INTEGER NOT NULL, chars INTEGER NOT NULL,"
+            " created_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+    )
+    row_id = (
+        await db.execute(
+            text("INSERT INTO public.word_counts (words, lines, chars) VALUES (:words, :lines, :chars) RETURNING id"),
+            {k: counted[k] for k in ("words", "lines", "chars")},
+        )
+    ).scalar_one()
     await db.commit()
     return {"ok": True, "id": row_id, "words": counted["words"], "lines": counted["lines"], "chars": counted["chars"]}

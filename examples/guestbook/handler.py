@@ -36,7 +36,7 @@ async def execute(input_data, runtime_context):
     latest = []
     table = ["| name | message | signed (UTC) |", "|---|---|---|"]
     for name, message, created_at in rows:
-        utc = created_at.astimezone(dt.timezone.utc)
+        utc = created_at.astimezone(dt.UTC)
         latest.append({"name": name, "message": message, "created_at": utc.isoformat()})
         table.append(f"| {_cell(name)} | {_cell(message)} | {utc:%Y-%m-%d %H:%M} |")
     return {

@@ -5,7 +5,7 @@ from greeting import greet
 INPUT_SCHEMA = {
     "type": "object",
     "properties": {
-        "who": {"type": "string", "description": "Name of the person to greet, e.g. \"Ada\""},
+        "who": {"type": "string", "description": 'Name of the person to greet, e.g. "Ada"'},
     },
     "required": ["who"],
 }

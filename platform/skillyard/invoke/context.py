@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import functools
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
