@@ -38,6 +38,7 @@ class Registries:
     exec_types: dict[str, Executor] = field(default_factory=dict)
     exec_type_plugins: dict[str, str] = field(default_factory=dict)
     processors: list[ResultProcessor] = field(default_factory=list)
+    has_extra_context: bool = False
 
     def executor(self, exec_type: str, where: str) -> Executor:
         """The executor for ``exec_type``; ``where`` names the skill for the error message."""
@@ -93,4 +94,5 @@ def collect_registries(pm: pluggy.PluginManager) -> Registries:
     _call_per_plugin(pm, "register_exec_types", exec_register)
     _call_per_plugin(pm, "register_result_processors", processor_register)
     reg.processors = [processor_at[k] for k in sorted(processor_at)]
+    reg.has_extra_context = bool(pm.hook.extra_context.get_hookimpls())
     return reg

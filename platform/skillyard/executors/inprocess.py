@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..catalog.code import ENTRY_NAMES
@@ -35,7 +37,23 @@ def required_positional(fn: Callable[..., Any]) -> int:
     return sum(1 for p in params if p.kind in kinds and p.default is inspect.Parameter.empty)
 
 
-_arity: dict[Callable[..., Any], int] = {}
+@dataclass(frozen=True)
+class _Entry:
+    fn: Callable[..., Any]
+    arity: int
+    is_async: bool
+
+
+#: Per Skill object (a new object per version of its files), so the hot path is one dictionary lookup.
+_entries: weakref.WeakKeyDictionary[Skill, _Entry] = weakref.WeakKeyDictionary()
+
+
+def _entry(skill: Skill) -> _Entry:
+    found = _entries.get(skill)
+    if found is None:
+        fn = entry_function(skill)
+        found = _entries[skill] = _Entry(fn, required_positional(fn), inspect.iscoroutinefunction(fn))
+    return found
 
 
 class InProcessExecutor:
@@ -51,12 +69,10 @@ class InProcessExecutor:
             return await run_subprocess(skill, input, ctx, force_python_cli=True)
 
     async def _call(self, skill: Skill, input: dict[str, Any], ctx: dict[str, Any]) -> Any:
-        fn = entry_function(skill)
-        arity = _arity.get(fn)
-        if arity is None:
-            arity = _arity[fn] = required_positional(fn)
+        entry = _entry(skill)
+        fn, arity = entry.fn, entry.arity
         args = () if arity == 0 else (input,) if arity == 1 else (input, ctx)
-        if inspect.iscoroutinefunction(fn):
+        if entry.is_async:
             return await fn(*args)
         ctx["db"] = None  # a live session cannot cross into a worker thread
         result = await asyncio.to_thread(fn, *args)

@@ -153,7 +153,7 @@ def effective_configs(skill_name: str, stored: Mapping[str, Any], given: Mapping
     Callers pass configs for background runs (pre-fetched before dispatch, §8) and for tests; keys are
     normalized (``--api-token`` → ``api_token``).
     """
-    merged = {normalize_key(k): v for k, v in stored.items()}
+    merged = {normalize_key(k): v for k, v in stored.items()} if stored else {}
     for source in (given.get("skill_configs"), given.get("skill_args")):
         if isinstance(source, Mapping):
             merged.update({normalize_key(str(k)): v for k, v in source.items() if not isinstance(v, Mapping)})

@@ -10,16 +10,20 @@ import jsonschema
 
 from ..catalog.skill import Skill
 from .envelope import failure
+from .fastcheck import FastCheck, compile_fast_check
 
 SUBCOMMAND = "_subcommand"
-_validators: weakref.WeakKeyDictionary[Skill, dict[str | None, Any]] = weakref.WeakKeyDictionary()
+_validators: weakref.WeakKeyDictionary[Skill, dict[str | None, tuple[Any, FastCheck | None]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def _validator(skill: Skill, sub: str | None) -> Any:
+def _validator(skill: Skill, sub: str | None) -> tuple[Any, FastCheck | None]:
+    """The jsonschema validator of a skill (or subcommand) and its fast path, built once per Skill."""
     per_skill = _validators.setdefault(skill, {})
     if sub not in per_skill:
         schema = skill.schema.subcommands[sub] if sub else skill.schema.exposed
-        per_skill[sub] = jsonschema.validators.validator_for(schema)(schema)
+        per_skill[sub] = (jsonschema.validators.validator_for(schema)(schema), compile_fast_check(schema))
     return per_skill[sub]
 
 
@@ -67,9 +71,9 @@ def prepare_input(
                 need_param=name,
                 error_type="recoverable",
             )
-    validator = _validator(skill, sub if subs else None)
-    checked = {k: v for k, v in data.items() if k != SUBCOMMAND}
-    if not validator.is_valid(checked):
+    validator, fast = _validator(skill, sub if subs else None)
+    checked = {k: v for k, v in data.items() if k != SUBCOMMAND} if SUBCOMMAND in data else data
+    if not (fast is not None and fast(checked)) and not validator.is_valid(checked):
         error = jsonschema.exceptions.best_match(validator.iter_errors(checked))
         assert error is not None
         field = next((str(p) for p in error.absolute_path), None)

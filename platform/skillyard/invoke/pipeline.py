@@ -144,10 +144,11 @@ async def _context(
     inject_configs(ctx, skill.name, configs)
     if skill.code.uses_db:
         ctx["db_factory"] = await yard.database.session_factory()
-    for extra in yard.pm.hook.extra_context(skill=skill, context=ctx):
-        values = await await_me_maybe(extra)
-        for key, value in (values or {}).items():
-            ctx.setdefault(key, value)
+    if yard.registries.has_extra_context:
+        for extra in yard.pm.hook.extra_context(skill=skill, context=ctx):
+            values = await await_me_maybe(extra)
+            for key, value in (values or {}).items():
+                ctx.setdefault(key, value)
     ctx["_call_depth"] = depth
     return ctx
 
