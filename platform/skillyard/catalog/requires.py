@@ -35,6 +35,11 @@ class Requirements:
     exec_mode: str | None = None
 
     @property
+    def gates(self) -> bool:
+        """Whether anything must be checked before a run."""
+        return bool(self.env or self.config or self.bins or self.any_bins or self.os)
+
+    @property
     def credential_env(self) -> tuple[str, ...]:
         """Environment variables a subprocess skill receives: declared env plus the primary one."""
         names = [*self.env, *self.optional_env]
@@ -57,7 +62,10 @@ class GateResult:
 
 
 def _names(value: Any, *keys: str) -> list[tuple[str, bool]]:
-    """Names from a list of strings or ``{name, required}`` objects (also ``env_var``/``key``), with required."""
+    """Names from a list of strings or ``{name, required}`` objects (also ``env_var``/``key``), with required.
+
+    An object is optional when it says ``required: false`` or, as Hermes writes it, ``optional: true``.
+    """
     if value is None:
         return []
     if isinstance(value, (str, Mapping)):
@@ -69,7 +77,8 @@ def _names(value: Any, *keys: str) -> list[tuple[str, bool]]:
         elif isinstance(item, Mapping):
             name = next((item[k] for k in (*keys, "name", "env_var", "env", "key") if item.get(k)), None)
             if isinstance(name, str) and name.strip():
-                out.append((name.strip(), as_bool(item.get("required", True))))
+                required = as_bool(item.get("required", True)) and not as_bool(item.get("optional", False))
+                out.append((name.strip(), required))
     return out
 
 
@@ -102,8 +111,8 @@ def parse_requirements(meta: Mapping[str, Any]) -> Requirements:
     # Hermes Agent's vocabulary
     os_list += [n for n, _ in _names(meta.get("platforms"))]
     env += _names(meta.get("required_environment_variables"))
-    env += _names(_mapping(meta.get("prerequisites")).get("env_vars"))
     env += _names(_mapping(meta.get("setup")).get("collect_secrets"))
+    env += _names(_mapping(meta.get("prerequisites")).get("env_vars"))
     required = [n for n, req in env if req]
     optional = [n for n, req in env if not req and n not in required]
     exec_mode = meta.get("exec_mode")
