@@ -213,3 +213,55 @@ def test_more_than_45_subcommands_do_not_fan_out(make_skill, skills_root):
     skill = yard_for(skills_root).skill("big")
     assert list(skill.tool_names) == ["big"]
     assert any("more than 45" in w for w in skill.warnings)
+
+
+def test_plain_schema_shortcut_agrees_with_the_meta_schema():
+    """Every schema the discovery shortcut accepts must pass jsonschema's own check_schema."""
+    import itertools
+
+    import jsonschema
+
+    from skillyard.catalog.schema import _plainly_valid
+
+    props = [
+        {"type": "string"},
+        {"type": ["string", "null"]},
+        {"type": "strnig"},
+        {"type": []},
+        {"type": ["string", "string"]},
+        {"description": 3},
+        {"enum": "a"},
+        {"enum": [1, 2]},
+        {"x-secret": True},
+        {"examples": "x"},
+        {"default": {"a": 1}},
+        {"format": "date"},
+        {"items": {"type": "string"}},
+        "string",
+        5,
+        {"minimum": 1, "maximum": 2.5},
+        {"minimum": "1"},
+        {"maximum": True},
+        {"minLength": -1},
+        {"maxItems": 1.5},
+        {"minLength": 2},
+        {"pattern": "^a+$"},
+        {"pattern": "("},
+        {"pattern": 5},
+        {"exclusiveMinimum": 0},
+    ]
+    tops = [
+        {},
+        {"required": ["a"]},
+        {"required": "a"},
+        {"required": ["a", "a"]},
+        {"additionalProperties": False},
+        {"additionalProperties": "no"},
+        {"description": 5},
+        {"$schema": "x"},
+    ]
+    for prop, top in itertools.product(props, tops):
+        schema = {"type": "object", "properties": {"a": prop}, **top}
+        if _plainly_valid(schema):
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+    assert _plainly_valid({"type": "object", "properties": {"a": {"type": "string", "description": "d"}}})

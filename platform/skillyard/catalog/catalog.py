@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .manifest import read_manifest
-from .roots import FoundSkill, Root, walk_root
+from .roots import FoundSkill, Root, list_folder, walk_root
 from .skill import Skill, build_skill
 from .toolnames import disambiguate, fanout_name, safe_tool_name
 
@@ -25,35 +25,31 @@ class Entry:
     shadowed_by: str | None = None
 
 
-def _stat_files(folder: Path | str, prefix: str, items: list[tuple[str, int, int]], packages: bool) -> None:
-    """Add (name, mtime, size) of the files in a folder, and of the Python packages inside it."""
-    try:
-        with os.scandir(folder) as it:
-            for entry in it:
-                try:
-                    if entry.is_file():
-                        st = entry.stat()
-                        items.append((prefix + entry.name, st.st_mtime_ns, st.st_size))
-                    elif packages and entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")):
-                        _stat_files(entry.path, f"{prefix}{entry.name}/", items, packages=True)
-                except OSError:
-                    continue
-    except OSError:
-        pass
+def _stat_entries(entries: list[os.DirEntry[str]], prefix: str, items: list[tuple[str, int, int]]) -> None:
+    """Add (name, mtime, size) of listed files, recursing into Python packages (edits there reload code too)."""
+    for entry in entries:
+        try:
+            if entry.is_file():
+                st = entry.stat()
+                items.append((prefix + entry.name, st.st_mtime_ns, st.st_size))
+            elif entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")):
+                _stat_entries(list_folder(entry.path), f"{prefix}{entry.name}/", items)
+        except OSError:
+            continue
 
 
 def _signature(found: FoundSkill) -> Signature:
-    """Name, mtime and size of the files of a skill folder (top level and Python packages, so code edits in
-    a sub-package reload too), plus an out-of-folder SKILL.md."""
+    """What a skill's files look like now: a change of any of them rebuilds the skill."""
     items: list[tuple[str, int, int]] = []
-    _stat_files(found.dir, "", items, packages=True)
-    if found.skill_md.parent != found.dir:
+    _stat_entries(found.entries, "", items)
+    if found.skill_md.parent != found.dir:  # a SKILL.md found via origin_path, docs/ or optional-skills/
         try:
             st = found.skill_md.stat()
             items.append((str(found.skill_md), st.st_mtime_ns, st.st_size))
         except OSError:
             pass
-    return tuple(sorted(items))
+    items.sort()
+    return tuple(items)
 
 
 class Catalog:
@@ -87,9 +83,11 @@ class Catalog:
                     parsed += 1
                 seen[key] = cached
                 skills.append(cached[1])
+        unchanged = parsed == 0 and seen.keys() == self._cache.keys()
         self._cache = seen
         self.last_parsed = parsed
-        self._index(skills)
+        if not unchanged:  # keep the same Skill objects (and the caches keyed by them) when nothing changed
+            self._index(skills)
         return parsed
 
     def _index(self, skills: list[Skill]) -> None:

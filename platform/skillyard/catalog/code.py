@@ -63,12 +63,15 @@ def scan_source(source: str, filename: str = "<handler>") -> CodeFacts:
             input_schema = value if isinstance(value, dict) else None
         elif _is_main_guard(node):
             has_main_guard = True
-    uses_argparse = any(
-        (isinstance(n, ast.Import) and any(a.name == "argparse" for a in n.names))
-        or (isinstance(n, ast.ImportFrom) and n.module == "argparse")
-        for n in ast.walk(tree)
-    )
-    uses_db = any(isinstance(n, ast.Constant) and n.value in ("db", "db_factory") for n in ast.walk(tree))
+    uses_argparse = uses_db = False
+    if "argparse" in source or "db" in source:  # one walk, and only when the text could match
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Import):
+                uses_argparse = uses_argparse or any(a.name == "argparse" for a in n.names)
+            elif isinstance(n, ast.ImportFrom):
+                uses_argparse = uses_argparse or n.module == "argparse"
+            elif isinstance(n, ast.Constant):
+                uses_db = uses_db or n.value in ("db", "db_factory")
     entry = next((name for name in ENTRY_NAMES if name in functions), None)
     required, second_default = (0, False)
     if entry is not None:

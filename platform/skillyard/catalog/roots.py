@@ -1,10 +1,14 @@
-"""Skill roots and the walk that finds skill folders inside them."""
+"""Skill roots and the walk that finds skill folders inside them.
+
+Every folder is listed once (one ``os.scandir``); the listing of a skill folder is kept, so the change
+signature that makes rescans cheap costs no second listing.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .manifest import SKILL_FILE, locate_skill_md, read_install_manifest
@@ -12,6 +16,7 @@ from .manifest import SKILL_FILE, locate_skill_md, read_install_manifest
 MAX_DEPTH = 6
 #: Folders never searched: version control, dependencies and caches.
 SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", "site-packages"})
+INSTALL_MANIFEST = "skill.json"
 
 
 @dataclass(frozen=True)
@@ -25,33 +30,48 @@ class Root:
 
 @dataclass(frozen=True)
 class FoundSkill:
-    """A folder that holds a skill, and the SKILL.md that describes it."""
+    """A folder that holds a skill, the SKILL.md that describes it, and the folder's listing."""
 
     root: Root
     dir: Path
     skill_md: Path
     install: dict[str, object]
+    entries: list[os.DirEntry[str]] = field(default_factory=list, compare=False, repr=False)
 
 
-def _subdirs(path: Path) -> tuple[list[Path], set[str]]:
-    """Child folders worth searching, and the names of every entry (to spot SKILL.md without a stat)."""
+def list_folder(path: str) -> list[os.DirEntry[str]]:
+    """The entries of a folder; an unreadable folder is empty."""
     try:
         with os.scandir(path) as it:
-            entries = list(it)
+            return list(it)
     except OSError:
-        return [], set()
-    names = {e.name for e in entries}
+        return []
+
+
+def _searchable_dirs(entries: list[os.DirEntry[str]]) -> list[str]:
+    """Child folders worth searching, sorted (hidden folders and dependency caches skipped)."""
     dirs = []
     for e in entries:
         if e.name in SKIP_DIRS or e.name.startswith("."):
             continue
         try:
             if e.is_dir():
-                dirs.append(Path(e.path))
+                dirs.append(e.path)
         except OSError:
             continue
     dirs.sort()
-    return dirs, names
+    return dirs
+
+
+def _found(root: Root, folder: str, entries: list[os.DirEntry[str]]) -> FoundSkill | None:
+    """The skill in a folder dropped into a root (full §2.1 lookup), or None."""
+    names = {e.name for e in entries}
+    install = read_install_manifest(Path(folder)) if INSTALL_MANIFEST in names else {}
+    if SKILL_FILE in names and not install.get("skill_md"):
+        md: Path | None = Path(folder, SKILL_FILE)
+    else:
+        md = locate_skill_md(Path(folder), install)
+    return FoundSkill(root, Path(folder), md, install, entries) if md is not None else None
 
 
 def walk_root(root: Root) -> Iterator[FoundSkill]:
@@ -61,23 +81,23 @@ def walk_root(root: Root) -> Iterator[FoundSkill]:
     §2.1; deeper folders (Hermes nests ``<category>/<skill>/``) count when they hold a SKILL.md, down to
     six levels. The walk never descends into a skill folder.
     """
-    children, names = _subdirs(root.path)
-    if SKILL_FILE in names:
-        yield FoundSkill(root, root.path, root.path / SKILL_FILE, read_install_manifest(root.path))
+    entries = list_folder(str(root.path))
+    if any(e.name == SKILL_FILE for e in entries):
+        yield FoundSkill(root, root.path, root.path / SKILL_FILE, read_install_manifest(root.path), entries)
         return
-    for child in children:
-        install = read_install_manifest(child)
-        md = locate_skill_md(child, install)
-        if md is not None:
-            yield FoundSkill(root, child, md, install)
+    for child in _searchable_dirs(entries):
+        child_entries = list_folder(child)
+        found = _found(root, child, child_entries)
+        if found is not None:
+            yield found
         else:
-            yield from _walk_deep(root, _subdirs(child)[0], 2)
+            yield from _walk_deep(root, _searchable_dirs(child_entries), 2)
 
 
-def _walk_deep(root: Root, folders: list[Path], depth: int) -> Iterator[FoundSkill]:
+def _walk_deep(root: Root, folders: list[str], depth: int) -> Iterator[FoundSkill]:
     for folder in folders:
-        children, names = _subdirs(folder)
-        if SKILL_FILE in names:
-            yield FoundSkill(root, folder, folder / SKILL_FILE, {})
+        entries = list_folder(folder)
+        if any(e.name == SKILL_FILE for e in entries):
+            yield FoundSkill(root, Path(folder), Path(folder, SKILL_FILE), {}, entries)
         elif depth < MAX_DEPTH:
-            yield from _walk_deep(root, children, depth + 1)
+            yield from _walk_deep(root, _searchable_dirs(entries), depth + 1)

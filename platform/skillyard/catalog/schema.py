@@ -69,6 +69,64 @@ def _repair_properties(schema: dict[str, Any], where: str, warnings: list[str]) 
     return None
 
 
+_TYPE_NAMES = frozenset({"string", "integer", "number", "boolean", "array", "object", "null"})
+_PROP_TEXT = ("description", "title", "format", "$comment")
+_PROP_NUMBERS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_PROP_COUNTS = ("minLength", "maxLength", "minItems", "maxItems")
+_PROP_KEYS = frozenset({"type", "default", "examples", "enum", "pattern", *_PROP_TEXT, *_PROP_NUMBERS, *_PROP_COUNTS})
+
+
+def _plainly_valid(schema: dict[str, Any]) -> bool:
+    """True for flat object schemas that are valid JSON Schema by construction.
+
+    Checking a schema against the meta-schema costs about a millisecond, most of cold discovery; the flat shape
+    most tools declare is recognised here instead, and everything else goes through ``check_schema``.
+    """
+    if set(schema) - {"type", "properties", "required", "additionalProperties", "title", "description"}:
+        return False
+    required = schema.get("required", [])
+    if schema.get("type") != "object" or not isinstance(schema.get("additionalProperties", True), bool):
+        return False
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return False
+    if len(set(required)) != len(required) or not _texts(schema, ("title", "description")):
+        return False
+    return all(_plain_property(p) for p in schema["properties"].values())
+
+
+def _texts(node: dict[str, Any], keys: tuple[str, ...]) -> bool:
+    return all(isinstance(node[k], str) for k in keys if k in node)
+
+
+def _plain_property(prop: Any) -> bool:
+    if not isinstance(prop, dict):
+        return False
+    if any(k not in _PROP_KEYS and not k.startswith("x-") for k in prop):
+        return False
+    for key in _PROP_NUMBERS:
+        if key in prop and (isinstance(prop[key], bool) or not isinstance(prop[key], (int, float))):
+            return False
+    for key in _PROP_COUNTS:
+        if key in prop and (isinstance(prop[key], bool) or not isinstance(prop[key], int) or prop[key] < 0):
+            return False
+    if "pattern" in prop:
+        try:
+            re.compile(prop["pattern"])
+        except (re.error, TypeError):
+            return False
+    kind = prop.get("type", "string")
+    kinds = [kind] if isinstance(kind, str) else kind
+    if not isinstance(kinds, list) or not kinds or len(set(map(str, kinds))) != len(kinds):
+        return False
+    if not all(k in _TYPE_NAMES for k in kinds):
+        return False
+    return (
+        isinstance(prop.get("examples", []), list)
+        and isinstance(prop.get("enum", []), list)
+        and _texts(prop, _PROP_TEXT)
+    )
+
+
 def _normalize(schema: Any, where: str, warnings: list[str]) -> tuple[dict[str, Any], str | None]:
     if not isinstance(schema, dict):
         return copy.deepcopy(EMPTY_SCHEMA), f"{where}: the input schema must be a JSON object"
@@ -77,7 +135,7 @@ def _normalize(schema: Any, where: str, warnings: list[str]) -> tuple[dict[str, 
     if "properties" not in schema:
         schema["properties"] = {}
     error = _repair_properties(schema, where, warnings)
-    if error is None:
+    if error is None and not _plainly_valid(schema):
         try:
             jsonschema.validators.validator_for(schema).check_schema(schema)
         except jsonschema.SchemaError as exc:
@@ -99,13 +157,13 @@ def _secret_params(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
 
 
 def expose(schema: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
-    """The schema models see: credential parameters removed from properties and required."""
-    exposed = copy.deepcopy(schema)
-    props = exposed.get("properties") or {}
-    for name in secrets:
-        props.pop(name, None)
-    if isinstance(exposed.get("required"), list):
-        exposed["required"] = [r for r in exposed["required"] if r not in secrets]
+    """The schema models see: credential parameters removed from properties and required (a new dict; the
+    property schemas themselves are shared, schemas are never mutated after discovery)."""
+    exposed = dict(schema)
+    if secrets:
+        exposed["properties"] = {k: v for k, v in (schema.get("properties") or {}).items() if k not in secrets}
+        if isinstance(schema.get("required"), list):
+            exposed["required"] = [r for r in schema["required"] if r not in secrets]
     return exposed
 
 

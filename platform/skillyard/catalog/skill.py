@@ -120,8 +120,11 @@ def _exec_spec(skill_dir: Path, meta: Mapping[str, Any], warnings: list[str]) ->
     command = primary.get("command") if isinstance(primary.get("command"), str) else None
     config = spec.get("config")
     config_path = (skill_dir / str(config)).resolve() if config else None
-    if config_path is None and declared in (None, "PYTHON") and (skill_dir / "handler.py").is_file():
-        config_path = (skill_dir / "handler.py").resolve()
+    if config_path is not None and not config_path.is_relative_to(skill_dir.resolve()):
+        warnings.append(f"exec.config {config!r} points outside the skill folder; ignored")
+        config_path = None
+    elif config_path is None and declared in (None, "PYTHON") and (skill_dir / "handler.py").is_file():
+        config_path = skill_dir / "handler.py"
     exec_type = declared
     if exec_type is None and config_path is not None:
         exec_type = EXTENSION_TYPES.get(config_path.suffix.lower())
