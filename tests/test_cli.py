@@ -212,3 +212,12 @@ def test_bad_settings_are_usage_errors(runner, skills_root, monkeypatch):
 def test_config_set_with_an_empty_key_is_a_usage_error(runner, db_env):
     result = runner.invoke(cli, ["config", "set", "weather", "--", "-=x"])
     assert result.exit_code == 2 and "empty once normalized" in result.output
+
+
+def test_a_handler_that_does_not_parse(runner, make_skill, skills_root):
+    broken = make_skill("broken_py", files={"handler.py": "async def execute(input, ctx)\n    return {}\n"})
+    report = json.loads(runner.invoke(cli, ["validate", "--json", str(broken)]).stdout)[0]
+    assert any("does not parse" in e for e in report["errors"])
+    ran = runner.invoke(cli, ["run", "broken_py", "--skills-dir", str(skills_root)])
+    env = json.loads(ran.stdout)
+    assert ran.exit_code == 1 and env["exception_type"] == "SyntaxError"

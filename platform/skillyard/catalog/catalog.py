@@ -76,10 +76,9 @@ class Catalog:
                 cached = self._cache.get(key)
                 if cached is None or cached[0] != sig or cached[1].manifest.path != found.skill_md:
                     manifest = read_manifest(found.skill_md, found.install)
-                    cached = (
-                        sig,
-                        build_skill(found.dir, root.path, manifest, root.source, version=str(hash(sig))),
-                    )
+                    files = frozenset(name for name, _, _ in sig if "/" not in name)
+                    skill = build_skill(found.dir, root.path, manifest, root.source, str(hash(sig)), files)
+                    cached = (sig, skill)
                     parsed += 1
                 seen[key] = cached
                 skills.append(cached[1])

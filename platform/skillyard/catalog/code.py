@@ -1,8 +1,16 @@
-"""Static facts about a skill's Python entry module, read with ``ast`` (discovery never imports skill code)."""
+"""Static facts about a skill's Python entry module (discovery never imports skill code).
+
+Two readings: :func:`scan_source` parses the module with ``ast`` and is exact; :func:`probe_source` reads only
+the text for what discovery must decide (is there an entry function, is it a CLI script, does it touch the
+database). Parsing every handler costs about as much as reading every SKILL.md, so discovery probes and the
+full scan runs where its extra facts are needed: a module that declares ``INPUT_SCHEMA`` (its value is the
+schema), and ``skillyard validate``. A syntax error then surfaces when the skill is first run or validated.
+"""
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +31,34 @@ class CodeFacts:
     input_schema: dict[str, Any] | None = None
     uses_db: bool = False
     syntax_error: str | None = None
+    complete: bool = True
+
+
+_TOP_DEF = re.compile(r"^(async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
+_IMPORTS_ARGPARSE = re.compile(r"^[ \t]*(?:import[ \t]+argparse\b|from[ \t]+argparse[ \t]+import\b)", re.MULTILINE)
+_MAIN_GUARD = re.compile(
+    r"^if[ \t]+(?:__name__[ \t]*==[ \t]*['\"]__main__['\"]|['\"]__main__['\"][ \t]*==[ \t]*__name__)", re.MULTILINE
+)
+
+
+def uses_db_text(source: str) -> bool:
+    """Whether the text names ``db`` or ``db_factory`` as a string (a superset of the exact check)."""
+    return "db_factory" in source or '"db"' in source or "'db'" in source
+
+
+def probe_source(source: str) -> CodeFacts | None:
+    """The discovery facts from the text alone, or None when the module needs the full scan."""
+    if "INPUT_SCHEMA" in source:
+        return None
+    defs = {m.group(2): bool(m.group(1)) for m in _TOP_DEF.finditer(source)}  # a later def wins, as at import
+    entry = next((name for name in ENTRY_NAMES if name in defs), None)
+    return CodeFacts(
+        entry=entry,
+        entry_is_async=bool(entry and defs[entry]),
+        is_cli=bool(_IMPORTS_ARGPARSE.search(source) and _MAIN_GUARD.search(source)),
+        uses_db=uses_db_text(source),
+        complete=False,
+    )
 
 
 def _required_positional(args: ast.arguments) -> tuple[int, bool]:
@@ -87,10 +123,11 @@ def scan_source(source: str, filename: str = "<handler>") -> CodeFacts:
     )
 
 
-def scan_file(path: Path) -> CodeFacts:
-    """:func:`scan_source` on a file; an unreadable file is reported like a syntax error."""
+def scan_file(path: Path, probe: bool = False) -> CodeFacts:
+    """Read a module: the text probe when ``probe`` and it suffices, else the full scan. An unreadable file
+    is reported like a syntax error."""
     try:
         source = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         return CodeFacts(syntax_error=f"cannot read {path}: {exc}")
-    return scan_source(source, str(path))
+    return (probe_source(source) if probe else None) or scan_source(source, str(path))

@@ -42,14 +42,17 @@ def extract_flow_blocks(fm_text: str, warnings: list[str]) -> tuple[str, dict[st
                 j += 1
             if j < len(lines) and lines[j].strip().startswith("{") and lines[j][:1] in (" ", "\t", "{"):
                 rest, start = lines[j].strip(), j
-        end = _flow_block_end(lines, start) if m and rest.startswith("{") else None
+        one_line = _one_line_json(rest) if m and start == i and rest.startswith("{") else None
+        if one_line is not None:  # the common OpenClaw shape: plain JSON on the key's own line
+            end: int | None = i
+        else:
+            end = _flow_block_end(lines, start) if m and rest.startswith("{") else None
         if m is None or end is None:
             out.append(lines[i])
             i += 1
             continue
-        chunk = "\n".join([rest, *lines[start + 1 : end + 1]])
         key = m.group(1)
-        parsed = _parse_flow_block(chunk)
+        parsed = one_line or _parse_flow_block("\n".join([rest, *lines[start + 1 : end + 1]]))
         if isinstance(parsed, str):
             return fm_text, f"the value of {key!r} is neither JSON5 nor YAML: {parsed}"
         blocks[key], repaired = parsed
@@ -59,6 +62,17 @@ def extract_flow_blocks(fm_text: str, warnings: list[str]) -> tuple[str, dict[st
         out.extend("" for _ in range(i + 1, end + 1))
         i = end + 1
     return "\n".join(out), blocks
+
+
+def _one_line_json(rest: str) -> tuple[Any, bool] | None:
+    """A value that is one JSON object on its line, parsed; None when it is anything else."""
+    if not rest.endswith("}"):
+        return None
+    try:
+        value = json.loads(rest)
+    except (ValueError, RecursionError):
+        return None
+    return (jsonable(value, [0]), False) if isinstance(value, dict) else None
 
 
 def _parse_flow_block(chunk: str) -> tuple[Any, bool] | str:

@@ -100,11 +100,14 @@ def parse_requirements(meta: Mapping[str, Any]) -> Requirements:
     always = False
     primary = None
     for block in blocks:
+        if not block:
+            continue
         req = _mapping(block.get("requires"))
-        env += _names(req.get("env"))
-        bins += [n for n, _ in _names(req.get("bins"))]
-        any_bins += [n for n, _ in _names(req.get("anyBins") or req.get("any_bins"))]
-        config += [n for n, _ in _names(req.get("config"))]
+        if req:
+            env += _names(req.get("env"))
+            bins += [n for n, _ in _names(req.get("bins"))]
+            any_bins += [n for n, _ in _names(req.get("anyBins") or req.get("any_bins"))]
+            config += [n for n, _ in _names(req.get("config"))]
         os_list += [n for n, _ in _names(block.get("os"))]
         always = always or as_bool(block.get("always", False))
         primary = primary or (block.get("primaryEnv") if isinstance(block.get("primaryEnv"), str) else None)

@@ -127,10 +127,12 @@ def _plain_property(prop: Any) -> bool:
     )
 
 
-def _normalize(schema: Any, where: str, warnings: list[str]) -> tuple[dict[str, Any], str | None]:
+def _normalize(schema: Any, where: str, warnings: list[str], owned: bool = False) -> tuple[dict[str, Any], str | None]:
+    """Repair and check a schema; ``owned`` says it was just read from a file, so repairs need no copy."""
     if not isinstance(schema, dict):
         return copy.deepcopy(EMPTY_SCHEMA), f"{where}: the input schema must be a JSON object"
-    schema = copy.deepcopy(schema)
+    if not owned:
+        schema = copy.deepcopy(schema)
     schema.setdefault("type", "object")
     if "properties" not in schema:
         schema["properties"] = {}
@@ -177,19 +179,22 @@ def load_schema_file(path: Path) -> tuple[Any, str | None]:
         return None, f"{path.name} is not valid JSON: {exc}"
 
 
-def build_schema_info(skill_dir: Path, code_schema: dict[str, Any] | None, meta: Mapping[str, Any]) -> SchemaInfo:
+def build_schema_info(
+    skill_dir: Path, code_schema: dict[str, Any] | None, meta: Mapping[str, Any], has_schema_file: bool | None = None
+) -> SchemaInfo:
     """schema.json beats the handler's INPUT_SCHEMA, which beats frontmatter ``input_schema``."""
     warnings: list[str] = []
     errors: list[str] = []
     raw: Any = None
     schema_file = skill_dir / "schema.json"
-    if schema_file.is_file():
+    if has_schema_file if has_schema_file is not None else schema_file.is_file():
         raw, err = load_schema_file(schema_file)
         if err:
             errors.append(err)
+    owned = raw is not None
     if raw is None:
         raw = code_schema if code_schema is not None else meta.get("input_schema")
-    schema, err = _normalize(raw if raw is not None else EMPTY_SCHEMA, "input schema", warnings)
+    schema, err = _normalize(raw if raw is not None else EMPTY_SCHEMA, "input schema", warnings, owned)
     if err:
         errors.append(err)
     secrets, matched = _secret_params(schema)

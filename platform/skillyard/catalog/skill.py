@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .code import CodeFacts, scan_file
+from .code import CodeFacts, scan_file, uses_db_text
 from .manifest import Manifest
 from .requires import Requirements, as_bool, parse_requirements
 from .schema import SchemaInfo, build_schema_info
@@ -84,13 +84,12 @@ class Skill:
         return self.manifest.meta
 
 
-def _helpers_use_db(entry: Path) -> bool:
+def _helpers_use_db(entry: Path, files: frozenset[str] | None) -> bool:
     """Whether a sibling module of the entry reads ``db``/``db_factory`` (helpers that get the context)."""
-    for path in entry.parent.glob("*.py"):
-        if path != entry:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            if ("'db" in text or '"db' in text) and scan_file(path).uses_db:
-                return True
+    names = files if files is not None else frozenset(p.name for p in entry.parent.glob("*.py"))
+    for path in (entry.parent / n for n in sorted(names) if n.endswith(".py")):
+        if path != entry and uses_db_text(path.read_text(encoding="utf-8", errors="replace")):
+            return True
     return False
 
 
@@ -102,7 +101,12 @@ def _first_body_line(body: str) -> str:
     return ""
 
 
-def _exec_spec(skill_dir: Path, meta: Mapping[str, Any], warnings: list[str]) -> ExecSpec:
+def _has_file(skill_dir: Path, name: str, files: frozenset[str] | None) -> bool:
+    """Whether the skill folder holds a file, from its listing when the walk already made one."""
+    return name in files if files is not None else (skill_dir / name).is_file()
+
+
+def _exec_spec(skill_dir: Path, meta: Mapping[str, Any], warnings: list[str], files: frozenset[str] | None) -> ExecSpec:
     """§2.3 / the issue: ``exec: {config, primary: {type, command}, timeout}``, else handler.py, else no code."""
     raw = meta.get("exec")
     spec = raw if isinstance(raw, Mapping) else {}
@@ -123,7 +127,7 @@ def _exec_spec(skill_dir: Path, meta: Mapping[str, Any], warnings: list[str]) ->
     if config_path is not None and not config_path.is_relative_to(skill_dir.resolve()):
         warnings.append(f"exec.config {config!r} points outside the skill folder; ignored")
         config_path = None
-    elif config_path is None and declared in (None, "PYTHON") and (skill_dir / "handler.py").is_file():
+    elif config_path is None and declared in (None, "PYTHON") and _has_file(skill_dir, "handler.py", files):
         config_path = skill_dir / "handler.py"
     exec_type = declared
     if exec_type is None and config_path is not None:
@@ -160,8 +164,18 @@ def _trigger_type(meta: Mapping[str, Any]) -> str:
     return str(trigger).strip().lower() if trigger not in (None, "") else "explicit"
 
 
-def build_skill(skill_dir: Path, root: Path, manifest: Manifest, root_source: str, version: str = "") -> Skill:
-    """Resolve a manifest into a Skill: name, type, exec spec, schema, requirements and every warning."""
+def build_skill(
+    skill_dir: Path,
+    root: Path,
+    manifest: Manifest,
+    root_source: str,
+    version: str = "",
+    files: frozenset[str] | None = None,
+) -> Skill:
+    """Resolve a manifest into a Skill: name, type, exec spec, schema, requirements and every warning.
+
+    ``files`` names the files at the top of the folder when the caller listed it already (saves a stat each).
+    """
     meta = manifest.meta
     warnings = list(manifest.warnings)
     errors = [manifest.error] if manifest.error else []
@@ -174,16 +188,20 @@ def build_skill(skill_dir: Path, root: Path, manifest: Manifest, root_source: st
             if description
             else "no description: add 'description:' saying when to use this skill"
         )
-    exec_spec = _exec_spec(skill_dir, meta, warnings)
+    exec_spec = _exec_spec(skill_dir, meta, warnings, files)
     code = CodeFacts()
-    if exec_spec.type == "PYTHON" and exec_spec.config is not None:
-        if not exec_spec.config.is_file():
+    entry_file = exec_spec.config
+    if exec_spec.type == "PYTHON" and entry_file is not None:
+        listed = files is not None and entry_file.parent == skill_dir
+        if not (entry_file.name in files if listed and files is not None else entry_file.is_file()):
             errors.append(f"exec.config {exec_spec.config} does not exist")
         else:
-            code = scan_file(exec_spec.config)
+            code = scan_file(entry_file, probe=True)
             if code.syntax_error:
                 errors.append(f"the handler does not parse: {code.syntax_error}")
-            elif not code.uses_db and (as_bool(meta.get("uses_db", False)) or _helpers_use_db(exec_spec.config)):
+            elif not code.uses_db and (
+                as_bool(meta.get("uses_db", False)) or _helpers_use_db(entry_file, files if listed else None)
+            ):
                 code = dataclasses.replace(code, uses_db=True)
     skill_type = str(meta.get("skill_type") or "").strip().lower()
     if skill_type and skill_type not in SKILL_TYPES:
@@ -191,11 +209,10 @@ def build_skill(skill_dir: Path, root: Path, manifest: Manifest, root_source: st
         skill_type = ""
     if not skill_type:
         skill_type = "handler" if exec_spec.type else "skill_md"
-    entry_file = exec_spec.config
     if skill_type == "handler" and exec_spec.type == "PYTHON" and not code.syntax_error and entry_file:
         if code.is_cli:
             exec_spec = dataclasses.replace(exec_spec, python_cli=True)
-        elif code.entry is None and entry_file.is_file():
+        elif code.entry is None and not errors:
             warnings.append(
                 f"{entry_file.name} has no entry function (execute/run/handler/main/handle): "
                 "the skill is downgraded to skill_md and its code never runs"
@@ -211,7 +228,7 @@ def build_skill(skill_dir: Path, root: Path, manifest: Manifest, root_source: st
             f"SKILL.md has {manifest.size} characters (over {LONG_SKILL_MD}): only the head is injected; "
             "move details to references/ and say when to read them"
         )
-    schema = build_schema_info(skill_dir, code.input_schema, meta)
+    schema = build_schema_info(skill_dir, code.input_schema, meta, _has_file(skill_dir, "schema.json", files))
     warnings += schema.warnings
     if schema.error:
         errors.append(schema.error)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import Catalog
+from .code import scan_file
 from .roots import Root
 from .schema import looks_secret
 from .skill import Skill
@@ -53,7 +54,9 @@ def check_skill(skill: Skill) -> dict[str, Any]:
     warnings = list(skill.warnings)
     if not str(skill.meta.get("description") or "").strip():
         errors.append("missing description: add 'description:' to the frontmatter saying when to use the skill")
-    code = skill.code
+    code = skill.code if skill.code.complete or not skill.exec.config else scan_file(skill.exec.config)
+    if code.syntax_error and not skill.error:
+        errors.append(f"the handler does not parse: {code.syntax_error}")
     if skill.exec.type == "PYTHON" and skill.exec.config and not skill.exec.python_cli:
         if code.second_param_has_default:
             errors.append(

@@ -5,6 +5,8 @@ The string fields authors write come back as the exact text they wrote, whatever
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import re
 from typing import Any
@@ -156,6 +158,9 @@ def compose(text: str, notes: list[str], loader_class: type[Any] = Yaml12Loader)
             raise yaml.constructor.ConstructorError(None, None, str(exc) or type(exc).__name__) from None
         if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
             _keep_string_fields(text, node, data, notes)
+        if "&" not in text:  # no anchors, so no aliases to expand: the C encoder makes plain JSON values
+            with contextlib.suppress(TypeError, ValueError, RecursionError):
+                return json.loads(json.dumps(data, allow_nan=False))
         return jsonable(data, [0])
     finally:
         loader.dispose()
