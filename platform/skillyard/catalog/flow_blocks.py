@@ -28,6 +28,8 @@ def extract_flow_blocks(fm_text: str, warnings: list[str]) -> tuple[str, dict[st
     and gating must never be silently lost, so such blocks are parsed on their own. The block's lines are
     replaced by ``key:`` and blank lines, so YAML errors elsewhere keep their line numbers.
     """
+    if "{" not in fm_text:
+        return fm_text, {}
     lines = fm_text.split("\n")
     out: list[str] = []
     blocks: dict[str, Any] = {}
@@ -68,11 +70,15 @@ def _one_line_json(rest: str) -> tuple[Any, bool] | None:
     """A value that is one JSON object on its line, parsed; None when it is anything else."""
     if not rest.endswith("}"):
         return None
-    try:
-        value = json.loads(rest)
+    try:  # JSON text decodes to plain JSON values already; NaN and Infinity are left to the slow path
+        value = json.loads(rest, parse_constant=_no_constants)
     except (ValueError, RecursionError):
         return None
-    return (jsonable(value, [0]), False) if isinstance(value, dict) else None
+    return (value, False) if isinstance(value, dict) else None
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _parse_flow_block(chunk: str) -> tuple[Any, bool] | str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,13 +68,13 @@ def _names(value: Any, *keys: str) -> list[tuple[str, bool]]:
     """
     if value is None:
         return []
-    if isinstance(value, (str, Mapping)):
+    if isinstance(value, (str, dict)):
         value = [value]
     out: list[tuple[str, bool]] = []
-    for item in value if isinstance(value, Iterable) else []:
+    for item in value if isinstance(value, (list, tuple)) else []:  # frontmatter holds plain JSON values
         if isinstance(item, str):
             out.extend((part.strip(), True) for part in item.split(",") if part.strip())
-        elif isinstance(item, Mapping):
+        elif isinstance(item, dict):
             name = next((item[k] for k in (*keys, "name", "env_var", "env", "key") if item.get(k)), None)
             if isinstance(name, str) and name.strip():
                 required = as_bool(item.get("required", True)) and not as_bool(item.get("optional", False))
@@ -82,8 +82,8 @@ def _names(value: Any, *keys: str) -> list[tuple[str, bool]]:
     return out
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def parse_requirements(meta: Mapping[str, Any]) -> Requirements:

@@ -194,6 +194,8 @@ def build_schema_info(
     owned = raw is not None
     if raw is None:
         raw = code_schema if code_schema is not None else meta.get("input_schema")
+    if raw is None and not errors and meta.get("cli_commands") is None:
+        return _NO_SCHEMA  # most skill_md skills: nothing to read, repair or check
     schema, err = _normalize(raw if raw is not None else EMPTY_SCHEMA, "input schema", warnings, owned)
     if err:
         errors.append(err)
@@ -227,3 +229,7 @@ def build_schema_info(
         warnings=tuple(warnings),
         error="; ".join(errors) or None,
     )
+
+
+#: The schema of a skill that declares none; shared (schemas are never mutated after discovery).
+_NO_SCHEMA = SchemaInfo(full=EMPTY_SCHEMA, exposed=EMPTY_SCHEMA, secret_params=(), rule_matches=())

@@ -167,7 +167,7 @@ def compose(text: str, notes: list[str], loader_class: type[Any] = Yaml12Loader)
 
 
 def _keep_string_fields(text: str, node: yaml.MappingNode, data: dict[Any, Any], notes: list[str]) -> None:
-    lines = text.split("\n")
+    lines = text.split("\n") if " #" in text or "\t#" in text else []
     seen: set[str] = set()
     for key_node, value_node in node.value:
         key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
