@@ -89,9 +89,8 @@ def _mapping(value: Any) -> dict[str, Any]:
 def parse_requirements(meta: Mapping[str, Any]) -> Requirements:
     """Merge every gating vocabulary found in a skill's frontmatter."""
     metadata = _mapping(meta.get("metadata"))
-    blocks = [_mapping(metadata.get(k)) for k in ("openclaw", "clawdbot", "skillyard")]
-    blocks.append(metadata)
-    blocks.append(meta)
+    blocks: list[Mapping[str, Any]] = [_mapping(metadata.get(k)) for k in ("openclaw", "clawdbot", "skillyard")]
+    blocks += [metadata, meta]
     env: list[tuple[str, bool]] = []
     bins: list[str] = []
     any_bins: list[str] = []
