@@ -101,20 +101,27 @@ def parse_requirements(meta: Mapping[str, Any]) -> Requirements:
     for block in blocks:
         if not block:
             continue
-        req = _mapping(block.get("requires"))
-        if req:
+        req = block.get("requires")
+        if isinstance(req, dict) and req:
             env += _names(req.get("env"))
             bins += [n for n, _ in _names(req.get("bins"))]
             any_bins += [n for n, _ in _names(req.get("anyBins") or req.get("any_bins"))]
             config += [n for n, _ in _names(req.get("config"))]
-        os_list += [n for n, _ in _names(block.get("os"))]
-        always = always or as_bool(block.get("always", False))
-        primary = primary or (block.get("primaryEnv") if isinstance(block.get("primaryEnv"), str) else None)
+        if "os" in block:
+            os_list += [n for n, _ in _names(block["os"])]
+        if "always" in block:
+            always = always or as_bool(block["always"])
+        if primary is None and isinstance(block.get("primaryEnv"), str):
+            primary = block["primaryEnv"]
     # Hermes Agent's vocabulary
-    os_list += [n for n, _ in _names(meta.get("platforms"))]
-    env += _names(meta.get("required_environment_variables"))
-    env += _names(_mapping(meta.get("setup")).get("collect_secrets"))
-    env += _names(_mapping(meta.get("prerequisites")).get("env_vars"))
+    if "platforms" in meta:
+        os_list += [n for n, _ in _names(meta["platforms"])]
+    if "required_environment_variables" in meta:
+        env += _names(meta["required_environment_variables"])
+    if "setup" in meta:
+        env += _names(_mapping(meta["setup"]).get("collect_secrets"))
+    if "prerequisites" in meta:
+        env += _names(_mapping(meta["prerequisites"]).get("env_vars"))
     required = [n for n, req in env if req]
     optional = [n for n, req in env if not req and n not in required]
     exec_mode = meta.get("exec_mode")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,10 +88,8 @@ class Skill:
 def _helpers_use_db(entry: Path, files: frozenset[str] | None) -> bool:
     """Whether a sibling module of the entry reads ``db``/``db_factory`` (helpers that get the context)."""
     names = files if files is not None else frozenset(p.name for p in entry.parent.glob("*.py"))
-    for path in (entry.parent / n for n in sorted(names) if n.endswith(".py")):
-        if path != entry and uses_db_text(path.read_text(encoding="utf-8", errors="replace")):
-            return True
-    return False
+    siblings = sorted(n for n in names if n.endswith(".py") and n != entry.name)
+    return any(uses_db_text((entry.parent / n).read_text(encoding="utf-8", errors="replace")) for n in siblings)
 
 
 def _first_body_line(body: str) -> str:
@@ -141,11 +140,10 @@ def _category(meta: Mapping[str, Any], skill_dir: Path, root: Path) -> str | Non
     declared = meta.get("category")
     if isinstance(declared, str) and declared.strip():
         return declared.strip()
-    try:
-        parent = skill_dir.parent.relative_to(root)
-    except ValueError:
+    parent, top = str(skill_dir.parent), str(root)
+    if parent == top or not parent.startswith(top + os.sep):
         return None
-    return parent.as_posix() if parent.parts else None
+    return parent[len(top) + 1 :].replace(os.sep, "/")
 
 
 def _aliases(meta: Mapping[str, Any]) -> tuple[str, ...]:
