@@ -147,7 +147,11 @@ class Catalog:
         for tool in names:
             taken[tool] = skill.name
         taken.setdefault(base, skill.name)
-        return dataclasses.replace(skill, tool_names=names, warnings=tuple(warnings))
+        if len(warnings) != len(skill.warnings):
+            skill = dataclasses.replace(skill, tool_names={}, warnings=tuple(warnings))
+        skill.tool_names.clear()  # catalog state: names depend on the other skills, so the catalog fills them
+        skill.tool_names.update(names)
+        return skill
 
     def resolve(self, name: str) -> tuple[Skill, str | None] | None:
         """A skill by name, alias or tool name (``<skill>__<sub>`` restores the subcommand)."""

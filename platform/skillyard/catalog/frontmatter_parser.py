@@ -12,6 +12,7 @@ This module finds the block and orchestrates; the loaders live in ``yaml12``, th
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ class ParsedMarkdown:
     has_frontmatter: bool = False
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
+    size: int = 0  # characters in the whole file
 
 
 def normalize_text(raw: bytes | str) -> str:
@@ -59,19 +61,19 @@ def parse_markdown(raw: bytes | str) -> ParsedMarkdown:
     sits inside a quoted value spanning lines (then a later fence closes it). The file may end at the fence.
     """
     text = normalize_text(raw)
-    result = ParsedMarkdown(body=text)
+    result = ParsedMarkdown(body=text, size=len(text))
     found = _fences(text)
     if found is None:
         return result
     if isinstance(found, str):
         result.error = found
         return result
-    start, fences = found
-    chosen = fences[0]
+    start, chosen = found
     warnings: list[str] = []
     meta = _load_yaml(text[start : chosen.start()], warnings)
-    if (isinstance(meta, str) or warnings) and len(fences) > 1 and _ends_inside_quote(text[start : chosen.start()]):
-        for fence in fences[1:]:
+    if (isinstance(meta, str) or warnings) and _ends_inside_quote(text[start : chosen.start()]):
+        later = itertools.islice(_CLOSE_FENCE.finditer(text, chosen.end()), _MAX_FENCES - 1)
+        for fence in later:
             if not _ends_inside_quote(text[start : fence.start()]):
                 chosen, warnings = fence, []
                 meta = _load_yaml(text[start : fence.start()], warnings)
@@ -87,20 +89,19 @@ def parse_markdown(raw: bytes | str) -> ParsedMarkdown:
     return result
 
 
-def _fences(text: str) -> tuple[int, list[re.Match[str]]] | str | None:
-    """Where the frontmatter starts and the candidate closing fences; ``None`` without frontmatter."""
+def _fences(text: str) -> tuple[int, re.Match[str]] | str | None:
+    """Where the frontmatter starts and its first candidate closing fence; ``None`` without frontmatter.
+
+    Later fences are looked for only when the first one sits inside a quoted value (bodies are long).
+    """
     if not _HANDLER.detect(text):
         return None
-    opening = _OPEN_FENCE.match(text if text.endswith("\n") else text + "\n")
+    opening = _OPEN_FENCE.match(text) or (_OPEN_FENCE.match(text + "\n") if "\n" not in text else None)
     if not opening:
         return None
-    start = opening.end()
-    fences = []
-    for fence in _CLOSE_FENCE.finditer(text, start):
-        fences.append(fence)
-        if len(fences) >= _MAX_FENCES:
-            break
-    return (start, fences) if fences else UNTERMINATED
+    start = min(opening.end(), len(text))
+    fence = _CLOSE_FENCE.search(text, start)
+    return (start, fence) if fence else UNTERMINATED
 
 
 def _ends_inside_quote(block: str) -> bool:

@@ -63,6 +63,7 @@ class Skill:
     offload: bool = True
     warnings: tuple[str, ...] = ()
     error: str | None = None
+    #: Filled (in place) by the catalog: tool names depend on every other skill's name.
     tool_names: dict[str, str | None] = field(default_factory=dict)
     version: str = ""
 
