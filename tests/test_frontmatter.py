@@ -609,3 +609,15 @@ metadata:
 def test_exec_mode_shell_skips_host_binaries():
     req = parse_requirements({"exec_mode": "shell", "metadata": {"openclaw": {"requires": {"bins": ["nope"]}}}})
     assert check_requirements(req, has_of(), which_of()).passed
+
+
+def test_explicit_yaml_types_come_back_as_json_values():
+    text = (
+        "---\nname: t\nnan: .nan\nbin: !!binary aGVsbG8=\nset: !!set {x, y}\nomap: !!omap [a: 1, b: 2]\n"
+        "when: !!timestamp 2024-01-01\n7: seven\nanchor: &A [1]\nalias: *A\n---\n"
+    )
+    meta = parse_markdown(text).meta
+    assert meta["nan"] == "nan" and meta["bin"] == "hello" and meta["set"] == ["x", "y"]
+    assert meta["omap"] == [["a", 1], ["b", 2]] and meta["when"] == "2024-01-01" and meta["7"] == "seven"
+    assert meta["alias"] == [1]
+    assert json.loads(json.dumps(meta)) == meta

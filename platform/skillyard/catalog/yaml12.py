@@ -5,8 +5,6 @@ The string fields authors write come back as the exact text they wrote, whatever
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
 import re
 from typing import Any
@@ -46,7 +44,51 @@ _FAST_DEPTH = 64
 MAX_DEPTH = 150
 
 
-class Yaml12Loader(yaml.SafeLoader):
+class _JsonValues:
+    """Constructs only JSON values: string keys, finite floats, lists for sets and ordered pairs, text for
+    binary and explicit timestamps. With no anchors in a document, what YAML builds is already JSON."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        mapping = super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+        return {_json_key(k): v for k, v in mapping.items()}
+
+
+def _json_key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    return str(key).lower() if isinstance(key, bool) else str(key)
+
+
+def _json_float(loader: Any, node: Any) -> float | str:
+    value = yaml.SafeLoader.construct_yaml_float(loader, node)
+    return value if math.isfinite(value) else str(value)
+
+
+def _json_binary(loader: Any, node: Any) -> str:
+    return bytes(yaml.SafeLoader.construct_yaml_binary(loader, node)).decode("utf-8", errors="replace")
+
+
+def _json_text(loader: Any, node: Any) -> str:
+    return str(loader.construct_scalar(node))
+
+
+def _json_set(loader: Any, node: Any) -> list[Any]:
+    return list(loader.construct_mapping(node))
+
+
+def _json_pairs(loader: Any, node: Any) -> list[Any]:
+    """``!!omap`` / ``!!pairs``: a list of ``[key, value]`` lists."""
+    pairs = []
+    for item in node.value if isinstance(node, yaml.SequenceNode) else [node]:
+        if not isinstance(item, yaml.MappingNode):
+            raise yaml.constructor.ConstructorError(
+                None, None, "an ordered map needs key: value items", item.start_mark
+            )
+        pairs += [[loader.construct_object(k, deep=True), loader.construct_object(v, deep=True)] for k, v in item.value]
+    return pairs
+
+
+class Yaml12Loader(_JsonValues, yaml.SafeLoader):
     """YAML 1.2 core-schema resolution.
 
     Only ``true``/``false`` are booleans; ints are decimal, ``0o`` octal or ``0x`` hex (``010`` is ten, not
@@ -97,13 +139,19 @@ def _yaml12(loader: type[Any]) -> type[Any]:
         list("-+0123456789."),
     )
     loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+    loader.add_constructor("tag:yaml.org,2002:float", _json_float)
+    loader.add_constructor("tag:yaml.org,2002:binary", _json_binary)
+    loader.add_constructor("tag:yaml.org,2002:timestamp", _json_text)
+    loader.add_constructor("tag:yaml.org,2002:set", _json_set)
+    loader.add_constructor("tag:yaml.org,2002:omap", _json_pairs)
+    loader.add_constructor("tag:yaml.org,2002:pairs", _json_pairs)
     return loader
 
 
 _yaml12(Yaml12Loader)
 
 
-class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class _FastLoader(_JsonValues, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """The same schema over libyaml when PyYAML was built with it; errors are re-read with ``Yaml12Loader``."""
 
 
@@ -158,9 +206,8 @@ def compose(text: str, notes: list[str], loader_class: type[Any] = Yaml12Loader)
             raise yaml.constructor.ConstructorError(None, None, str(exc) or type(exc).__name__) from None
         if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
             _keep_string_fields(text, node, data, notes)
-        if "&" not in text:  # no anchors, so no aliases to expand: the C encoder makes plain JSON values
-            with contextlib.suppress(TypeError, ValueError, RecursionError):
-                return json.loads(json.dumps(data, allow_nan=False))
+        if "&" not in text:  # no anchors, so no aliases to expand: the loader built plain JSON values
+            return data
         return jsonable(data, [0])
     finally:
         loader.dispose()
