@@ -200,6 +200,37 @@ async def test_shutdown(register):
     assert closed == [False]
 
 
+async def test_register_channels(register):
+    class Channel:
+        def __init__(self):
+            self.sent = []
+
+        async def send(self, recipient, text, attachments):
+            self.sent.append((recipient["session_id"], text))
+
+    first, second = Channel(), Channel()
+
+    class Plugin:
+        @hookimpl
+        def register_channels(self, register):
+            register("chat-a", first)
+
+    class Clash:
+        @hookimpl
+        def register_channels(self, register):
+            register("chat-a", second)
+
+    register(Plugin(), "channels-plugin")
+    async with SkillYard(include_builtin=False) as yard:
+        assert yard.channels.names() == ["chat-a"]
+        assert await yard.channels.deliver({"channel": "chat-a", "session_id": "s"}, "hi", []) is True
+        assert await yard.channels.deliver({"channel": "nowhere"}, "hi", []) is False
+    assert first.sent == [("s", "hi")]
+    register(Clash(), "clash-plugin")
+    with pytest.raises(DuplicateRegistration, match="channel 'chat-a' is registered by both"):
+        SkillYard(include_builtin=False)
+
+
 def test_register_commands_cannot_replace_a_command(register):
     from skillyard.cli import cli
 

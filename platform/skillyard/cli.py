@@ -195,8 +195,22 @@ def plugins(include_all: bool, as_json: bool) -> None:
 @click.option("--context", "context", help="runtime_context fields as JSON, or @file.json.")
 @skills_dir_option
 @click.option("--workspace", type=click.Path(file_okay=False, path_type=Path), help="Working folder for the run.")
+@click.option("--session", "session", help="Session id: its workspace and attachments (img_1, file_1, …).")
+@click.option(
+    "--attach",
+    "attach",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Register a file as a session attachment before the run (repeatable; needs --session).",
+)
 def run(
-    name: str, input_: str | None, context: str | None, skills_dirs: tuple[Path, ...], workspace: Path | None
+    name: str,
+    input_: str | None,
+    context: str | None,
+    skills_dirs: tuple[Path, ...],
+    workspace: Path | None,
+    session: str | None,
+    attach: tuple[Path, ...],
 ) -> None:
     """Run a skill (name, alias or tool name) and print its envelope as JSON."""
     data = _json_arg(input_, "input") or {}
@@ -204,10 +218,17 @@ def run(
     if workspace is not None:
         workspace.mkdir(parents=True, exist_ok=True)
         ctx["workspace_dir"] = str(workspace.resolve())
+    if session:
+        ctx["session_id"] = session
+    if attach and not ctx.get("session_id"):
+        raise click.UsageError("--attach needs --session ID: attachments belong to a session")
     yard = _yard(skills_dirs)
 
     async def go() -> dict[str, Any]:
         async with yard:
+            if attach:
+                for item in await yard.attach(ctx["session_id"], list(attach)):
+                    click.echo(f"attached {item['ref']}: {item['local_path']}", err=True)
             return await yard.run(name, data, context=ctx)  # type: ignore[no-any-return]
 
     try:
@@ -216,6 +237,45 @@ def run(
         raise click.UsageError(str(exc)) from None
     click.echo(json.dumps(envelope, ensure_ascii=False))
     sys.exit(0 if envelope.get("ok") else 1)
+
+
+@cli.command()
+@click.option("--session", "session", required=True, help="Session id.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: one object per attachment.")
+def artifacts(session: str, as_json: bool) -> None:
+    """List a session's attachments: uploads and the files its skills produced."""
+    yard = _yard(())
+
+    async def go() -> list[dict[str, Any]]:
+        async with yard:
+            from .invoke.pipeline import check_session_id
+
+            check_session_id(session)
+            return [a.as_dict() for a in await yard.attachments.for_session(session)]
+
+    try:
+        items = _arun(go())
+    except SkillyardError as exc:
+        raise click.UsageError(str(exc)) from None
+    if as_json:
+        _print_json(items)
+    elif not items:
+        click.echo(f"session {session!r} has no attachments")
+    else:
+        _table(
+            [
+                [
+                    i["ref"],
+                    i["type"],
+                    i["filename"],
+                    str(i["size"] or ""),
+                    i["skill"] or "(upload)",
+                    i["local_path"] or i["url"] or "",
+                ]
+                for i in items
+            ],
+            ["REF", "TYPE", "FILENAME", "SIZE", "SKILL", "PATH"],
+        )
 
 
 @cli.command()

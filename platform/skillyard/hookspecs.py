@@ -48,6 +48,20 @@ def register_result_processors(register: Callable[..., None]) -> None:
 
 
 @hookspec
+def register_channels(register: Callable[..., None]) -> None:
+    """Register channel adapters, one per channel name.
+
+    Call ``register(name, channel)`` where ``channel`` has
+    ``async def send(recipient, text, attachments) -> None``; ``recipient`` carries ``channel``, ``session_id``,
+    ``user_id``, ``actor_id`` and ``reply_to`` of the conversation, ``attachments`` the artifact items
+    (``local_path``, ``filename``, ``media``, ``ref``). Background results of async skills are delivered
+    through it. A name registered twice fails at startup.
+
+    :param register: the host's registration callback.
+    """
+
+
+@hookspec
 def register_commands(cli: click.Group) -> None:
     """Add commands to the ``skillyard`` CLI.
 

@@ -22,6 +22,7 @@ DEFAULT_PLUGINS = (
     "skillyard.executors.http",
     "skillyard.executors.unsupported",
     "skillyard.catalog.builtin_root",
+    "skillyard.outputs.processors",
 )
 
 pm = pluggy.PluginManager("skillyard")

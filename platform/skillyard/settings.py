@@ -29,6 +29,8 @@ class Settings:
     subprocess_timeout: float = 60.0
     wall_clock: float = 240.0
     rescan_interval: float = 0.0
+    allow_private_urls: bool = False
+    max_download_bytes: int = 200 * 1024 * 1024
     secret_key: str | None = field(default=None, repr=False)
 
     @classmethod
@@ -42,6 +44,8 @@ class Settings:
             subprocess_timeout=_float_env("SKILLYARD_SUBPROCESS_TIMEOUT", 60.0),
             wall_clock=_float_env("SKILLYARD_WALL_CLOCK", 240.0),
             rescan_interval=_float_env("SKILLYARD_RESCAN_INTERVAL", 0.0),
+            allow_private_urls=os.environ.get("SKILLYARD_ALLOW_PRIVATE_URLS", "").strip().lower() in ("1", "true", "yes"),
+            max_download_bytes=int(_float_env("SKILLYARD_MAX_DOWNLOAD_MB", 200.0) * 1024 * 1024),
             secret_key=os.environ.get("SKILLYARD_SECRET_KEY") or None,
         )
 
@@ -49,5 +53,9 @@ class Settings:
     def embedded_pgdata(self) -> Path:
         return self.home / "pg"
 
+    @property
+    def workspaces_root(self) -> Path:
+        return self.home / "workspaces"
+
     def workspace_for(self, session_id: str) -> Path:
-        return self.home / "workspaces" / session_id
+        return self.workspaces_root / session_id

@@ -13,14 +13,18 @@ from typing import Any
 from .catalog.catalog import Catalog, Entry
 from .catalog.roots import Root
 from .catalog.skill import Skill
+from .channels.registry import ChannelRegistry
 from .configs.crypto import Cipher, load_key
 from .configs.store import ConfigStore
 from .errors import SkillyardError, UnknownSkill
 from .invoke import pipeline
+from .invoke.background import BackgroundRuns
 from .invoke.budget import Turn
+from .outputs.media import media_type
 from .plugins import await_me_maybe, load_plugins
 from .registry import Registries, collect_registries
 from .settings import Settings
+from .storage.attachments import AttachmentStore, describe_file
 from .storage.database import Database
 from .storage.runlog import RunLog
 
@@ -48,6 +52,9 @@ class SkillYard:
             self.database, lambda: Cipher(load_key(self.settings.home, self.settings.secret_key))
         )
         self.runlog = RunLog(self.database)
+        self.attachments = AttachmentStore(self.database)
+        self.background = BackgroundRuns()
+        self.channels = ChannelRegistry.from_plugins(self.pm)
         self.catalog = Catalog(self._roots([Path(d) for d in skills_dirs or []], include_builtin))
         self.catalog.scan()
         self._scanned_at = time.monotonic()
@@ -104,6 +111,7 @@ class SkillYard:
                 log.exception("rescan failed")
 
     async def close(self) -> None:
+        await self.background.drain()
         if self._watcher is not None:
             self._watcher.cancel()
             await asyncio.gather(self._watcher, return_exceptions=True)
@@ -182,6 +190,27 @@ class SkillYard:
             "total_chars": len(text),
             "truncated": end < len(text),
         }
+
+    # sessions --------------------------------------------------------------------------------------------
+    async def attachments_for(self, session_id: str, turn: Turn | None = None) -> list[dict[str, Any]]:
+        """A session's attachments as ``runtime_context`` items (§4.7), read once per turn."""
+        if turn is not None and turn.attachments is not None and turn.session_id == session_id:
+            return turn.attachments
+        items = [a.as_context_item() for a in await self.attachments.for_session(session_id)]
+        if turn is not None and turn.session_id == session_id:
+            turn.attachments = items
+        return items
+
+    async def attach(self, session_id: str, paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+        """Register files as attachments of a session (uploads); returns their descriptions with ``ref``."""
+        pipeline.check_session_id(session_id)
+        new = []
+        for raw in paths:
+            path = Path(raw).expanduser()
+            if not path.is_file():
+                raise SkillyardError(f"cannot attach {str(raw)!r}: no such file")
+            new.append(describe_file(path.resolve(), media_type(str(path))))
+        return [a.as_dict() for a in await self.attachments.register(session_id, new)]
 
     # running ---------------------------------------------------------------------------------------------
     def workspace(self, session_id: str, given: str | None = None) -> str:

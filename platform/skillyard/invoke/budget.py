@@ -1,4 +1,4 @@
-"""A turn and its failure budget (§6.1.4): bans after repeated failures, a wrap-up signal, loop detection."""
+"""A turn: its failure budget (§6.1.4), its display blocks (§6.2) and the artifacts it produced."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..outputs.display import DisplayBlock, DisplayMerge
 from .envelope import failure
 
 CONSECUTIVE_FAILURES_BAN = 2
@@ -34,6 +35,15 @@ class Turn:
     calls: Counter[str] = field(default_factory=Counter)
     banned: dict[str, str] = field(default_factory=dict)
     runs: int = 0
+    #: Files the turn's runs produced (the registered artifact items, with their ``ref``).
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+    display: DisplayMerge = field(default_factory=DisplayMerge)
+    #: The session's attachments, read once per turn (see ``SkillYard.attachments_for``).
+    attachments: list[dict[str, Any]] | None = None
+
+    def display_md(self) -> DisplayBlock:
+        """The turn's merged display block for its channel, and whether it replaces the model's text."""
+        return self.display.render(self.channel)
 
     @property
     def must_wrap_up(self) -> bool:

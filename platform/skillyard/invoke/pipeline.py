@@ -10,6 +10,7 @@ import time
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..catalog.requires import check_requirements
@@ -18,10 +19,12 @@ from ..catalog.skill import SUBPROCESS_TYPES, Skill
 from ..errors import InvalidInput, UnknownExecType, UnknownSkill
 from ..plugins import await_me_maybe
 from . import envelope as env_mod
+from .background import dispatch_background, runs_in_background
 from .budget import Turn
 from .calls import make_call_skill
 from .context import base_context, credential_value, effective_configs, inject_configs
 from .inputs import prepare_input
+from .paths import PATH_FIELDS, InputPathError, apply_raw_prompt, normalize_paths, substitute_refs
 
 if TYPE_CHECKING:
     from ..yard import SkillYard
@@ -34,6 +37,7 @@ SAFE_SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 class Run:
     """One run in progress: what result processors and the run log see."""
 
+    yard: SkillYard
     skill: Skill
     subcommand: str | None
     input: dict[str, Any]
@@ -41,6 +45,19 @@ class Run:
     turn: Turn | None
     depth: int
     started: float = field(default_factory=time.time)
+    started_ns: int = field(default_factory=time.time_ns)
+
+    @property
+    def session_id(self) -> str:
+        """The session whose workspace and attachments the run uses (``default`` without one)."""
+        return str(self.context.get("session_id") or "default")
+
+    def record_artifact(self, item: dict[str, Any]) -> None:
+        """A file the run produced: listed on the turn, and visible to its later runs as an attachment."""
+        if self.turn is not None:
+            self.turn.artifacts.append(item)
+            if self.turn.attachments is not None and all(a["ref"] != item["ref"] for a in self.turn.attachments):
+                self.turn.attachments.append(item)
 
 
 def check_session_id(session_id: str) -> str:
@@ -135,12 +152,19 @@ def _wall_clock(yard: SkillYard, skill: Skill) -> float:
 
 
 async def _context(
-    yard: SkillYard, skill: Skill, given: Mapping[str, Any], configs: Mapping[str, Any], depth: int
+    yard: SkillYard, skill: Skill, given: Mapping[str, Any], configs: Mapping[str, Any], depth: int, turn: Turn | None
 ) -> dict[str, Any]:
     ctx = base_context(given)
     session = ctx["session_id"] or "default"
     check_session_id(session)
     ctx["workspace_dir"] = yard.workspace(session, ctx["workspace_dir"] or None)
+    ctx["_workspaces_root"] = str(yard.settings.workspaces_root)
+    if not ctx["attachments"] and ctx["session_id"]:
+        ctx["attachments"] = await yard.attachments_for(ctx["session_id"], turn)
+    if depth == 0 and ctx["channel_registry"] is None and ctx["channel"]:
+        ctx["channel_registry"] = yard.channels
+    if depth == 0 and "abort_signal" not in given:
+        ctx["abort_signal"] = asyncio.Event()  # always an Event to poll; the caller passes its own to stop a run
     inject_configs(ctx, skill.name, configs)
     if skill.code.uses_db:
         ctx["db_factory"] = await yard.database.session_factory()
@@ -183,17 +207,51 @@ async def execute(
         if depth:  # §9.1: a callee's own configs fill the fields its caller left out (before validation)
             props = skill.schema.full.get("properties") or {}
             input = {**{k: v for k, v in configs.items() if k in props}, **input}
+        elif skill.force_raw_prompt and given.get("raw_input"):  # §3.4, never for delegated calls
+            input = apply_raw_prompt(dict(input), skill.schema.exposed, str(given["raw_input"]))
         data, envelope = prepare_input(skill, sub, input, configs)
     if envelope is None:
-        run = Run(skill, sub, data, await _context(yard, skill, given, configs, depth), turn, depth)
-        envelope = await _execute(yard, run)
-        if depth == 0:
-            for processor in yard.registries.processors:
-                envelope = await await_me_maybe(processor.func(envelope, run))
-        yard.runlog.add(run, envelope)
+        ctx = await _context(yard, skill, given, configs, depth, turn)
+        data, envelope = _place_files(skill, data, ctx)
+    if envelope is None:
+        run = Run(yard, skill, sub, data, ctx, turn, depth)
+        if depth == 0 and runs_in_background(skill, ctx):
+            return dispatch_background(yard, run, configs)
+        envelope = await finish_run(yard, run)
         if turn is not None and depth == 0:
             turn.record(skill.name, input, envelope)
+            turn.display.add(envelope)
     return envelope
+
+
+async def finish_run(yard: SkillYard, run: Run) -> dict[str, Any]:
+    """Execute, post-process (top-level runs only, §9.1) and log one prepared run."""
+    envelope = await _execute(yard, run)
+    if run.depth == 0:
+        for processor in yard.registries.processors:
+            envelope = await await_me_maybe(processor.func(envelope, run))
+    yard.runlog.add(run, envelope)
+    return envelope
+
+
+def _place_files(
+    skill: Skill, data: dict[str, Any], ctx: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """§3.3: attachment references become paths, model-built paths land in the session workspace."""
+    refs = {a["ref"]: a["local_path"] for a in ctx["attachments"] if a.get("ref") and a.get("local_path")}
+    if refs:
+        data = substitute_refs(data, refs)
+    if PATH_FIELDS.isdisjoint(data):
+        return data, None
+    try:
+        return normalize_paths(data, Path(ctx["workspace_dir"]), yard_workspaces(ctx)), None
+    except InputPathError as exc:
+        return data, env_mod.failure(skill.name, str(exc), need_param=exc.field, error_type="recoverable")
+
+
+def yard_workspaces(ctx: Mapping[str, Any]) -> Path:
+    """The folder holding every session's workspace (other sessions' files are off limits)."""
+    return Path(ctx["_workspaces_root"])
 
 
 async def _execute(yard: SkillYard, run: Run) -> dict[str, Any]:

@@ -43,3 +43,19 @@ runs = Table(
     Column("duration_ms", Float, nullable=False),
     Column("started_at", DateTime(timezone=True), nullable=False),
 )
+
+attachments = Table(
+    "attachments",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("session_id", String(200), nullable=False),
+    Column("ref", String(50), nullable=False),
+    Column("type", String(20), nullable=False),
+    Column("filename", Text, nullable=False, default=""),
+    Column("local_path", Text),
+    Column("url", Text),
+    Column("size", BigInteger),
+    Column("sha256", String(64)),
+    Column("skill", String(200), nullable=False, default=""),
+    Column("created_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+)

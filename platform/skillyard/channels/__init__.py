@@ -1,0 +1,1 @@
+"""Channels: where results and messages are delivered (web, chat apps, webhooks), registered by plugins."""

@@ -1,0 +1,1 @@
+"""What happens to a skill result: safe file output, URL materialization, artifacts."""

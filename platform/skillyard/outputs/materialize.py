@@ -1,0 +1,480 @@
+"""Remote URL materialization (§6.3 step 1): links in a skill result are downloaded into the session workspace and
+recorded as artifact items, so channels deliver files rather than links that expire."""
+
+from __future__ import annotations
+
+import asyncio
+import email.message
+import functools
+import ipaddress
+import mimetypes
+import re
+import socket
+import ssl
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpcore
+import httpx
+
+from .media import media_type
+from .safe_write import TooLarge, describe_size, safe_stream
+
+# Always downloaded (§6.3): the name says the value is a file.
+EXPLICIT_FIELDS = (
+    "urls", "image_url", "image_urls", "video_url", "video_urls", "audio_url", "audio_urls", "file_url",
+    "file_urls", "output_url", "result_url", "oss_url", "cdn_url", "download_url", "abs_url",
+)  # fmt: skip
+# Downloaded only when the server says the link is not a web page or JSON; at most ``max_probed`` per result.
+AMBIGUOUS_FIELDS = ("url", "link", "href", "src", "image", "video", "audio", "file")
+ARRAY_FOR_MEDIA = {"image": "images", "video": "videos", "audio": "audios", "file": "files"}
+MAX_REDIRECTS = 5
+CONCURRENCY = 4
+USER_AGENT = "skillyard (result materialization)"
+_URL_FIELDS = frozenset(EXPLICIT_FIELDS + AMBIGUOUS_FIELDS)
+_SKIP_TEXT_FIELDS = _URL_FIELDS | frozenset(ARRAY_FOR_MEDIA.values()) | {"local_path", "filename", "warnings"}
+# Links in free text: ASCII URL characters only, so a link runs up to adjacent CJK text or punctuation.
+_LINK = re.compile(r"https?://[A-Za-z0-9\-._~:/?#\[\]@!$&()*+,;=%]+", re.IGNORECASE)
+_HEAD_BYTES = 512  # what a probe looks at to catch a page served under a media type
+_NAME_BYTES = 150
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+@dataclass
+class _Target:
+    """One URL to download, and the artifact items it fills in place (none: a new item is appended)."""
+
+    url: str
+    explicit: bool
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Failed(Exception):
+    """A download failed for a reason already phrased for the warning."""
+
+
+class _Refused(_Failed):
+    """The host resolves to an address downloads must not reach."""
+
+
+async def materialize_urls(
+    envelope: dict[str, Any],
+    workspace: Path,
+    *,
+    allow_private: bool,
+    max_bytes: int = 200 * 1024 * 1024,
+    max_probed: int = 8,
+    timeout: float = 60.0,
+) -> dict[str, Any]:
+    """Download the remote files an envelope links to into ``workspace`` and record them as artifact items.
+
+    Explicit URL fields are always downloaded; ambiguous fields and links in text only when the server does not
+    answer with a web page or JSON, at most ``max_probed`` of them. Each file is capped at ``max_bytes`` and
+    ``timeout`` seconds. Unless ``allow_private``, hosts that resolve to private, loopback, link-local or other
+    non-public addresses are refused, on every redirect too. A failed download leaves its URL in place and adds a
+    line to ``envelope["warnings"]``; nothing raises. Running it again downloads nothing new.
+    """
+    targets = _collect_targets(envelope, max_probed)
+    if not targets:
+        return envelope
+    limit = asyncio.Semaphore(CONCURRENCY)
+
+    async def attempt(client: httpx.AsyncClient, target: _Target) -> dict[str, Any] | str | None:
+        async with limit:
+            return await _attempt(client, target, workspace, max_bytes, timeout)
+
+    async with httpx.AsyncClient(
+        transport=_GuardedTransport(allow_private),
+        timeout=httpx.Timeout(timeout),
+        headers={"User-Agent": USER_AGENT, "Accept": "*/*"},
+        trust_env=False,  # no proxies from the environment: the guard must see the real destination
+    ) as client:
+        outcomes = await asyncio.gather(*(attempt(client, target) for target in targets))
+    for target, outcome in zip(targets, outcomes, strict=True):
+        if isinstance(outcome, dict):
+            _record(envelope, target, outcome)
+        elif isinstance(outcome, str):
+            _warn(envelope, f"could not download {_display_url(target.url)}: {outcome}")
+    return envelope
+
+
+def private_address_kind(address: str) -> str | None:
+    """Why downloads must not reach an IP address ("loopback", "private", …), or None for a public address.
+
+    IPv4 addresses carried inside IPv6 ones (IPv4-mapped, 6to4, NAT64) are judged by the IPv4 address.
+    """
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = ip.ipv4_mapped or ip.sixtofour
+        if inner is None and ip in _NAT64:
+            inner = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if inner is not None and (kind := private_address_kind(str(inner))):
+            return kind
+    checks = (
+        ("unspecified", ip.is_unspecified),
+        ("loopback", ip.is_loopback),
+        ("link-local", ip.is_link_local),
+        ("multicast", ip.is_multicast),
+        ("private", ip.is_private),
+        ("reserved", ip.is_reserved),
+        ("non-public", not ip.is_global),
+    )
+    return next((kind for kind, hit in checks if hit), None)
+
+
+# --- finding the URLs ------------------------------------------------------------------------------------------
+
+
+def _collect_targets(envelope: dict[str, Any], max_probed: int) -> list[_Target]:
+    """Every URL to try, in envelope order: artifact items first, then top-level fields, then links in text."""
+    done: set[str] = set()
+    pending: list[dict[str, Any]] = []
+    for item in _artifact_items(envelope):
+        if _has_local_file(item):
+            done.update(url for url, _ in _item_urls(item))
+        else:
+            pending.append(item)
+
+    targets: dict[str, _Target] = {}
+
+    def add(url: str, explicit: bool, item: dict[str, Any] | None = None) -> None:
+        if url in done:
+            return
+        target = targets.setdefault(url, _Target(url, explicit))
+        target.explicit = target.explicit or explicit
+        if item is not None:
+            target.items.append(item)
+
+    for item in pending:
+        for index, (url, explicit) in enumerate(_item_urls(item)):
+            add(url, explicit, item if index == 0 else None)  # an item is one artifact: its first URL
+    for name in EXPLICIT_FIELDS:
+        for url in _field_urls(envelope.get(name), explicit=True):
+            add(url, True)
+    for name in AMBIGUOUS_FIELDS:
+        for url in _field_urls(envelope.get(name), explicit=False):
+            add(url, False)
+    for key, value in envelope.items():
+        if key not in _SKIP_TEXT_FIELDS and isinstance(value, str) and "://" in value:
+            for match in _LINK.finditer(value):
+                add(_trim_link(match.group()), False)
+
+    chosen: list[_Target] = []
+    probed = 0
+    for target in targets.values():
+        if not target.explicit:
+            if probed >= max_probed:
+                continue
+            probed += 1
+        chosen.append(target)
+    return chosen
+
+
+def _artifact_items(envelope: dict[str, Any]) -> Iterable[dict[str, Any]]:
+    for name in ARRAY_FOR_MEDIA.values():
+        array = envelope.get(name)
+        if isinstance(array, list):
+            yield from (item for item in array if isinstance(item, dict))
+
+
+def _has_local_file(item: dict[str, Any]) -> bool:
+    local = item.get("local_path")
+    try:
+        return isinstance(local, str) and bool(local) and Path(local).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _item_urls(item: dict[str, Any]) -> list[tuple[str, bool]]:
+    found = [(url, True) for name in EXPLICIT_FIELDS for url in _field_urls(item.get(name), explicit=True)]
+    found += [(url, False) for name in AMBIGUOUS_FIELDS for url in _field_urls(item.get(name), explicit=False)]
+    return list(dict.fromkeys(found))
+
+
+def _field_urls(value: Any, *, explicit: bool) -> list[str]:
+    """The remote URLs in a field value (a string or a list of strings).
+
+    Explicit fields keep any ``scheme://`` value, so an ``ftp:`` or ``file:`` link gets a warning; ambiguous
+    fields keep only http(s) links. Local paths are not remote and are left alone.
+    """
+    values = value if isinstance(value, list) else [value]
+    urls = [v.strip() for v in values if isinstance(v, str)]
+    if explicit:
+        return [u for u in urls if "://" in u]
+    return [u for u in urls if u[:8].lower().startswith(("http://", "https://"))]
+
+
+def _trim_link(link: str) -> str:
+    """Drop sentence punctuation and unbalanced closing brackets a link picked up from the text around it."""
+    while link:
+        last = link[-1]
+        opening = {")": "(", "]": "["}.get(last)
+        if last in ".,;:!?*" or (opening and link.count(last) > link.count(opening)):
+            link = link[:-1]
+        else:
+            break
+    return link
+
+
+# --- downloading -----------------------------------------------------------------------------------------------
+
+
+async def _attempt(
+    client: httpx.AsyncClient, target: _Target, workspace: Path, max_bytes: int, timeout: float
+) -> dict[str, Any] | str | None:
+    """The artifact item, None when a probe found a page, or the reason the download failed."""
+    hop_url = target.url
+    try:
+        async with asyncio.timeout(timeout):  # a whole download, every hop, not just one read
+            for _ in range(MAX_REDIRECTS + 1):
+                hop_url_parsed = httpx.URL(hop_url)
+                if hop_url_parsed.scheme not in ("http", "https"):
+                    scheme = hop_url_parsed.scheme or urlsplit(hop_url).scheme or "?"
+                    raise _Failed(f"only http and https links are downloaded, not {scheme}:")
+                async with client.stream("GET", hop_url_parsed) as response:
+                    if response.is_redirect:
+                        hop_url = str(response.url.join(response.headers["location"]))
+                        continue
+                    if not response.is_success:
+                        raise _Failed(f"the server answered HTTP {response.status_code} {response.reason_phrase}")
+                    return await _save(response, target, workspace, max_bytes)
+            raise _Failed(f"more than {MAX_REDIRECTS} redirects")
+    except (TimeoutError, httpx.TimeoutException, httpcore.TimeoutException):
+        reason = f"no complete answer within {timeout:g} s"
+    except TooLarge:
+        reason = f"it is larger than the limit of {describe_size(max_bytes)}"
+    except _Failed as exc:
+        reason = str(exc)
+    except (httpcore.RemoteProtocolError, httpx.RemoteProtocolError) as exc:
+        reason = f"the connection broke off ({exc})"
+    except OSError as exc:
+        reason = f"the file could not be saved ({exc.strerror or exc})"
+    except Exception as exc:  # a download must never fail the run; the reason goes into the warning
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if hop_url != target.url:
+        reason = f"after a redirect to {_display_url(hop_url)}, {reason}"
+    return reason
+
+
+async def _save(response: httpx.Response, target: _Target, workspace: Path, max_bytes: int) -> dict[str, Any] | None:
+    mime = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise _Failed(f"it is {describe_size(int(declared))}, over the limit of {describe_size(max_bytes)}")
+    chunks = response.aiter_bytes()
+    head = b""
+    async for chunk in chunks:
+        head += chunk
+        if len(head) >= _HEAD_BYTES:
+            break
+    if not target.explicit and (_is_page_type(mime) or _looks_like_page(head)):
+        return None  # a web page or an API answer, not a file: leaving the block closes the connection unread
+    name = _filename(response.headers.get("content-disposition"), [response.url, httpx.URL(target.url)], mime)
+    path, size, digest = await safe_stream(workspace, name, _prepend(head, chunks), max_bytes=max_bytes)
+    content_type = mime or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    return {
+        "url": target.url,
+        "local_path": str(path),
+        "filename": path.name,
+        "media": media_type(path.name, content_type),
+        "size": size,
+        "sha256": digest,
+        "content_type": content_type,
+    }
+
+
+async def _prepend(head: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    if head:
+        yield head
+    async for chunk in rest:
+        yield chunk
+
+
+def _is_page_type(mime: str) -> bool:
+    return mime in ("text/html", "application/xhtml+xml", "application/json", "text/json") or mime.endswith("+json")
+
+
+def _looks_like_page(head: bytes) -> bool:
+    """HTML or JSON under whatever Content-Type the server claimed."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if text.startswith((b"<!doctype html", b"<html", b"<head", b"<body")):
+        return True
+    return re.match(rb'\{\s*["}]|\[\s*[\[{"\d\-\]]', text) is not None
+
+
+def _filename(disposition: str | None, urls: list[httpx.URL], mime: str) -> str:
+    """Content-Disposition, else the URL's last path segment (the final URL, else the original), else
+    ``download.<ext>``; always a plain, visible file name."""
+    name = ""
+    if disposition:
+        message = email.message.Message()
+        message["content-disposition"] = disposition
+        try:
+            name = _safe_basename(message.get_filename() or "")
+        except (TypeError, ValueError, LookupError):
+            name = ""
+    if not name:
+        from_urls = [_safe_basename(PurePosixPath(url.path).name) for url in urls]
+        name = next((n for n in from_urls if Path(n).suffix), "") or next((n for n in from_urls if n), "")
+    generic = mime in ("", "application/octet-stream", "binary/octet-stream")
+    ext = "" if generic else (mimetypes.guess_extension(mime) or "")
+    if not name:
+        return f"download{ext or '.bin'}"
+    return name + ext if ext and not Path(name).suffix else name
+
+
+def _safe_basename(raw: str) -> str:
+    """The last segment of ``raw`` without control characters, leading dots or characters shells and other
+    systems trip over, cut to a length every filesystem takes."""
+    base = raw.replace("\\", "/").rsplit("/", 1)[-1]
+    base = "".join("_" if ord(c) < 32 or c in '<>:"|?*\x7f' else c for c in base).strip().lstrip(".").strip()
+    if len(base.encode("utf-8")) <= _NAME_BYTES:
+        return base
+    path = Path(base)
+    ext = path.suffix if len(path.suffix) <= 16 else ""
+    room = _NAME_BYTES - len(ext.encode("utf-8"))
+    return base[: len(base) - len(ext)].encode("utf-8")[:room].decode("utf-8", "ignore") + ext
+
+
+# --- recording the outcome -------------------------------------------------------------------------------------
+
+
+def _record(envelope: dict[str, Any], target: _Target, artifact: dict[str, Any]) -> None:
+    if target.items:
+        for item in target.items:
+            item.update({k: v for k, v in artifact.items() if not (k == "url" and "url" in item)})
+        return
+    name = ARRAY_FOR_MEDIA[artifact["media"]]
+    array = envelope.setdefault(name, [])
+    if isinstance(array, list):
+        array.append(artifact)
+    else:
+        shown = _display_url(target.url)
+        _warn(envelope, f"downloaded {shown} to {artifact['local_path']}, but the field {name!r} is not a list")
+
+
+def _warn(envelope: dict[str, Any], message: str) -> None:
+    warnings = envelope.get("warnings")
+    if isinstance(warnings, list):
+        warnings.append(message)
+    else:
+        envelope["warnings"] = [message] if warnings in (None, "") else [warnings, message]
+
+
+def _display_url(url: str) -> str:
+    """The URL without credentials, query string or fragment, which may carry tokens."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.split("?", 1)[0].split("#", 1)[0]
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return f"{parts.scheme}://{host}{parts.path}" if parts.scheme else url.split("?", 1)[0].split("#", 1)[0]
+
+
+# --- the guarded connection ------------------------------------------------------------------------------------
+
+
+class _CheckedBackend(httpcore.AsyncNetworkBackend):
+    """Resolves each host itself, checks every address it resolves to, then connects to one of those addresses.
+
+    DNS rebinding: the socket is opened to an address that was checked, never to the host name, so a name that
+    answers with a public address for the check and a private one for the connection cannot slip through. Every
+    new connection goes through here, which covers the first request and each redirect target. TLS still checks
+    the certificate against the host name: httpcore passes the name to the TLS layer separately.
+    """
+
+    def __init__(self, allow_private: bool) -> None:
+        self._allow_private = allow_private
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        last_error: Exception | None = None
+        for address in await self._addresses(host, port):
+            try:
+                return await self._inner.connect_tcp(
+                    address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
+            except httpcore.ConnectError as exc:
+                last_error = exc
+        raise last_error or httpcore.ConnectError(f"no address to connect to for {host}")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+    async def _addresses(self, host: str, port: int) -> list[str]:
+        try:
+            addresses = [str(ipaddress.ip_address(host))]
+        except ValueError:
+            try:
+                infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except OSError as exc:
+                raise _Failed(f"the host {host} cannot be resolved ({exc.strerror or exc})") from None
+            addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+        if not self._allow_private:
+            for address in addresses:
+                if kind := private_address_kind(address):
+                    shown = host if host == address else f"{host} ({address})"
+                    raise _Refused(
+                        f"the host {shown} is a {kind} address; only public addresses are downloaded unless the "
+                        "platform is configured to allow private ones"
+                    )
+        return addresses
+
+
+class _GuardedTransport(httpx.AsyncBaseTransport):
+    """httpx over an httpcore pool that connects through :class:`_CheckedBackend` (httpx's own transport takes no
+    network backend)."""
+
+    def __init__(self, allow_private: bool) -> None:
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=_ssl_context(), network_backend=_CheckedBackend(allow_private)
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        response = await self._pool.handle_async_request(
+            httpcore.Request(
+                method=request.method,
+                url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+                headers=request.headers.raw,
+                content=request.stream,
+                extensions=request.extensions,
+            )
+        )
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_ResponseStream(response),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+
+class _ResponseStream(httpx.AsyncByteStream):
+    def __init__(self, response: httpcore.Response) -> None:
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._response.aiter_stream():
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """httpx's default context, built once: loading the CA bundle costs milliseconds per client otherwise."""
+    return httpx.create_ssl_context()

@@ -1,0 +1,67 @@
+"""Offloading large results (§6.4): a successful result over 12,000 characters of JSON goes to a workspace
+file and the caller gets a receipt that keeps the fields that matter."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .safe_write import safe_write
+
+if TYPE_CHECKING:
+    from ..invoke.pipeline import Run
+
+OFFLOAD_LIMIT = 12_000
+#: Fields the receipt keeps untouched (§6.4), plus the outcome flags.
+KEPT = (
+    "filename",
+    "local_path",
+    "download_url",
+    "abs_url",
+    "media",
+    "ok",
+    "success",
+    "images",
+    "videos",
+    "files",
+    "audios",
+    "display_md",
+)
+OFFLOAD_DIR = "offload"
+SAMPLE_LIMIT = 2_000
+
+
+def _sample(value: Any) -> Any:
+    text = json.dumps(value, ensure_ascii=False)
+    return value if len(text) <= SAMPLE_LIMIT else text[:SAMPLE_LIMIT] + "…"
+
+
+def receipt_for(envelope: dict[str, Any], offload_file: Path) -> dict[str, Any]:
+    """The receipt that replaces an offloaded result."""
+    receipt = {k: envelope[k] for k in KEPT if k in envelope}
+    receipt.update(
+        offloaded=True,
+        offload_file=str(offload_file),
+        fields=list(envelope),
+        arrays={
+            k: {"count": len(v), "sample": _sample(v[0]) if v else None}
+            for k, v in envelope.items()
+            if isinstance(v, list) and k not in KEPT
+        },
+        note=f"The full result is in {offload_file.name}; read that file for the rest.",
+    )
+    return receipt
+
+
+async def offload_large_result(envelope: dict[str, Any], run: Run) -> dict[str, Any]:
+    """Replace a large successful result by a receipt; skills that page their own output opt out (offload: false)."""
+    if not envelope.get("ok") or not run.skill.offload:
+        return envelope
+    text = json.dumps(envelope, ensure_ascii=False)
+    if len(text) <= OFFLOAD_LIMIT:
+        return envelope
+    name = f"{OFFLOAD_DIR}/{run.skill.name.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path = safe_write(Path(run.context["workspace_dir"]), name, text)
+    return receipt_for(envelope, path)

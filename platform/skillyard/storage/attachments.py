@@ -1,0 +1,155 @@
+"""Session attachments in PostgreSQL: uploads and artifacts with stable reference ids (img_1, file_2, …)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select, text
+
+from .database import Database
+from .tables import attachments
+
+#: Reference-id prefix per attachment type.
+REF_PREFIX = {"image": "img", "video": "video", "audio": "audio", "file": "file"}
+MEDIA_TYPES = tuple(REF_PREFIX)
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """One attachment of a session."""
+
+    ref: str
+    type: str
+    filename: str
+    local_path: str | None
+    url: str | None
+    size: int | None
+    sha256: str | None
+    skill: str
+    created_at: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def as_context_item(self) -> dict[str, Any]:
+        """The §4.7 shape of ``runtime_context["attachments"]`` items, plus ``ref``."""
+        return {
+            "type": self.type,
+            "att_type": self.type,
+            "filename": self.filename,
+            "local_path": self.local_path or "",
+            "url": self.url or "",
+            "ref": self.ref,
+        }
+
+
+@dataclass(frozen=True)
+class NewAttachment:
+    """An attachment to register: a local file, a URL, or both."""
+
+    type: str
+    filename: str
+    local_path: str | None = None
+    url: str | None = None
+    size: int | None = None
+    sha256: str | None = None
+    skill: str = ""
+
+
+def describe_file(path: Path, media: str, skill: str = "", url: str | None = None) -> NewAttachment:
+    """Size and sha256 of a local file, as a NewAttachment."""
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+            size += len(chunk)
+    media = media if media in REF_PREFIX else "file"
+    return NewAttachment(media, path.name, str(path), url, size, digest.hexdigest(), skill)
+
+
+def _row(row: Any) -> Attachment:
+    created = row.created_at.astimezone(dt.UTC).isoformat() if row.created_at else ""
+    return Attachment(
+        row.ref, row.type, row.filename, row.local_path, row.url, row.size, row.sha256, row.skill, created
+    )
+
+
+class AttachmentStore:
+    """Reads and registers a session's attachments; reference ids are allocated under a per-session lock."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    async def for_session(self, session_id: str) -> list[Attachment]:
+        """Every attachment of a session, oldest first (empty when no database exists yet)."""
+        if not self._db.exists:
+            return []
+        sessions = await self._db.session_factory()
+        async with sessions() as session:
+            rows = (
+                await session.execute(
+                    select(attachments).where(attachments.c.session_id == session_id).order_by(attachments.c.id)
+                )
+            ).all()
+        return [_row(r) for r in rows]
+
+    async def register(self, session_id: str, items: Iterable[NewAttachment]) -> list[Attachment]:
+        """Register attachments; a file (or URL) the session already has keeps its existing reference."""
+        items = list(items)
+        if not items:
+            return []
+        sessions = await self._db.session_factory()
+        async with sessions() as session, session.begin():
+            # One writer per session at a time, so reference numbers never collide across processes.
+            await session.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:s))"), {"s": "attachments:" + session_id}
+            )
+            existing = {
+                (r.local_path or r.url): r
+                for r in (
+                    await session.execute(select(attachments).where(attachments.c.session_id == session_id))
+                ).all()
+            }
+            counts: dict[str, int] = dict(
+                (
+                    await session.execute(
+                        select(attachments.c.type, func.count())
+                        .where(attachments.c.session_id == session_id)
+                        .group_by(attachments.c.type)
+                    )
+                ).all()
+            )
+            out: list[Attachment] = []
+            for item in items:
+                key = item.local_path or item.url
+                if key in existing:
+                    out.append(_row(existing[key]))
+                    continue
+                kind = item.type if item.type in REF_PREFIX else "file"
+                counts[kind] = counts.get(kind, 0) + 1
+                row = (
+                    await session.execute(
+                        attachments.insert()
+                        .values(
+                            session_id=session_id,
+                            ref=f"{REF_PREFIX[kind]}_{counts[kind]}",
+                            type=kind,
+                            filename=item.filename,
+                            local_path=item.local_path,
+                            url=item.url,
+                            size=item.size,
+                            sha256=item.sha256,
+                            skill=item.skill,
+                        )
+                        .returning(*attachments.c)
+                    )
+                ).one()
+                existing[key or row.ref] = row
+                out.append(_row(row))
+            return out

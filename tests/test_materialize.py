@@ -1,0 +1,543 @@
+"""Remote URL materialization (§6.3 step 1) against a real HTTP server on 127.0.0.1 (http.server in a thread)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from skillyard.outputs import materialize
+from skillyard.outputs.materialize import materialize_urls, private_address_kind
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
+PDF = b"%PDF-1.7\n" + b"0" * 3000
+HTML = b"<!DOCTYPE html><html><head><title>a page</title></head><body>hello</body></html>"
+JSON = b'{"data": [1, 2, 3], "ok": true}'
+
+
+class Files(BaseHTTPRequestHandler):
+    """Answers by path (see ``_route``); every request is recorded so tests see what went over the wire."""
+
+    requests: ClassVar[list[dict[str, Any]]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        parts = urlsplit(self.path)
+        self.requests.append({"path": parts.path, "query": parts.query, "host": self.headers.get("Host")})
+        try:
+            self._route(parts.path, parse_qs(parts.query))
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up first (timeouts, probes, caps)
+            pass
+
+    def _route(self, path: str, query: dict[str, list[str]]) -> None:
+        segments = path.strip("/").split("/")
+        head = segments[0]
+        if head in ("img", "noext", "") or path == "/":
+            self._send(200, PNG, "image/png")
+        elif head == "bin":
+            self._send(200, PDF, "application/octet-stream")
+        elif head == "notype":
+            self._send(200, PNG, None)
+        elif head == "page":
+            self._send(200, HTML, "text/html; charset=utf-8")
+        elif head == "json":
+            self._send(200, JSON, "application/json")
+        elif path == "/lie/html-as-png":
+            self._send(200, HTML, "image/png")
+        elif path == "/lie/json-as-jpeg":
+            self._send(200, JSON, "image/jpeg")
+        elif path == "/lie/png-as-html":
+            self._send(200, PNG, "text/html")
+        elif head == "cd":
+            self._send(200, PNG, "image/png", {"Content-Disposition": query["value"][0]})
+        elif head == "status":
+            self._send(int(segments[1]), b"nope", "text/plain")
+        elif head == "redirect":
+            self._send(302, b"", "text/plain", {"Location": query["to"][0]})
+        elif head == "hops":  # /hops/<n>/<name>: n redirects, then a PNG
+            left = int(segments[1])
+            if left:
+                self._send(302, b"", "text/plain", {"Location": f"/hops/{left - 1}/{segments[2]}"})
+            else:
+                self._send(200, PNG, "image/png")
+        elif head == "delay":  # /delay/<seconds>/<name>
+            time.sleep(float(segments[1]))
+            self._send(200, PNG, "image/png")
+        elif head == "slow":  # a first part, then a long pause before the rest
+            self._send_headers(200, "image/png", {"Content-Length": str(len(PNG))})
+            self.wfile.write(PNG[:100])
+            self.wfile.flush()
+            time.sleep(3)
+            self.wfile.write(PNG[100:])
+        elif head == "truncated":  # promises more than it sends, then closes
+            self._send_headers(200, "image/png", {"Content-Length": str(len(PNG) * 10)})
+            self.wfile.write(PNG)
+        elif head == "big":  # /big/<bytes>, with Content-Length
+            self._send(200, b"\0" * int(segments[1]), "application/octet-stream")
+        elif head == "bigstream":  # /bigstream/<bytes>, no Content-Length: the size shows only while reading
+            self._send_headers(200, "application/octet-stream", {})
+            for _ in range(int(segments[1]) // 65536 + 1):
+                self.wfile.write(b"\0" * 65536)
+        else:
+            self._send(404, b"no such route", "text/plain")
+
+    def _send_headers(self, status: int, content_type: str | None, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+
+    def _send(self, status: int, body: bytes, content_type: str | None, headers: dict[str, str] | None = None) -> None:
+        self._send_headers(status, content_type, {"Content-Length": str(len(body)), **(headers or {})})
+        self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Files)
+    httpd.daemon_threads = True
+    httpd.block_on_close = False  # handlers still sleeping in /slow must not hold up teardown
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def seen(server: str) -> list[dict[str, Any]]:
+    Files.requests.clear()
+    return Files.requests
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    return workspace
+
+
+def files_in(folder: Path) -> list[str]:
+    """Every file under ``folder``, hidden temp files included."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+async def run(envelope: dict[str, Any], ws: Path, **options: Any) -> dict[str, Any]:
+    options = {"allow_private": True, "timeout": 5.0, **options}
+    result = await materialize_urls(envelope, ws, **options)
+    assert result is envelope
+    return result
+
+
+@pytest.fixture
+def loopback_is_public(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulate a public test server: 127.0.0.1 passes the guard, every other address is judged for real."""
+    real = private_address_kind
+    monkeypatch.setattr(materialize, "private_address_kind", lambda a: None if a == "127.0.0.1" else real(a))
+
+
+def fake_resolver(monkeypatch: pytest.MonkeyPatch, answers: dict[str, list[str]]) -> None:
+    """Names in ``answers`` resolve to those addresses (without any DNS); other names resolve for real."""
+    loop = asyncio.get_running_loop()
+    real = loop.getaddrinfo
+
+    async def getaddrinfo(host: Any, port: Any, **kwargs: Any) -> list[Any]:
+        if host in answers:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in answers[host]]
+        return await real(host, port, **kwargs)
+
+    monkeypatch.setattr(loop, "getaddrinfo", getaddrinfo)
+
+
+# --- explicit and ambiguous fields, links in text ----------------------------------------------------------------
+
+
+async def test_explicit_fields_are_downloaded_and_recorded(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    envelope = {
+        "ok": True,
+        "image_url": f"{server}/img/chart.png",
+        "file_urls": [f"{server}/bin/report.pdf", f"{server}/bin/clip.mp4"],
+    }
+    original = dict(envelope)
+    await run(envelope, ws)
+
+    assert {k: envelope[k] for k in original} == original  # the URL fields stay as they were
+    assert "warnings" not in envelope
+    (image,) = envelope["images"]
+    assert image == {
+        "url": f"{server}/img/chart.png",
+        "local_path": str(ws / "chart.png"),
+        "filename": "chart.png",
+        "media": "image",
+        "size": len(PNG),
+        "sha256": hashlib.sha256(PNG).hexdigest(),
+        "content_type": "image/png",
+    }
+    assert (ws / "chart.png").read_bytes() == PNG
+    (report,) = envelope["files"]
+    assert (report["filename"], report["media"], report["content_type"]) == (
+        "report.pdf",
+        "file",
+        "application/octet-stream",
+    )
+    (clip,) = envelope["videos"]  # octet-stream says nothing, so the extension decides the media type
+    assert (clip["filename"], clip["media"]) == ("clip.mp4", "video")
+    assert files_in(ws) == ["chart.png", "clip.mp4", "report.pdf"]
+
+
+async def test_explicit_fields_download_pages_and_json_too(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    envelope = {"download_url": f"{server}/page/terms.html", "result_url": f"{server}/json/result.json"}
+    await run(envelope, ws)
+    assert sorted(i["filename"] for i in envelope["files"]) == ["result.json", "terms.html"]
+
+
+async def test_ambiguous_fields_are_probed_and_pages_skipped(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    envelope = {
+        "url": f"{server}/img/photo.png",
+        "link": f"{server}/page/article.html",
+        "href": f"{server}/json/api",
+        "file": "report.pdf",  # a local name, not a link: left alone
+        "image": "data:image/png;base64,iVBORw0KGgo=",
+    }
+    await run(envelope, ws)
+    assert [i["filename"] for i in envelope["images"]] == ["photo.png"]
+    assert "files" not in envelope and "warnings" not in envelope
+    assert sorted(r["path"] for r in seen) == ["/img/photo.png", "/json/api", "/page/article.html"]
+    assert files_in(ws) == ["photo.png"]
+
+
+@pytest.mark.parametrize(
+    ("path", "explicit_media"),
+    [("/lie/html-as-png", "image"), ("/lie/json-as-jpeg", "image"), ("/lie/png-as-html", "file")],
+)
+async def test_lying_content_types(
+    server: str, seen: list[dict[str, Any]], ws: Path, path: str, explicit_media: str
+) -> None:
+    """A probe skips anything that is, or claims to be, a page or JSON; explicit fields download regardless."""
+    probed = {"src": server + path}
+    await run(probed, ws)
+    assert probed == {"src": server + path}
+    assert files_in(ws) == []
+
+    explicit = {"output_url": server + path}
+    await run(explicit, ws)
+    (item,) = [i for name in ("images", "files") for i in explicit.get(name, [])]
+    assert item["media"] == explicit_media
+    assert files_in(ws) == [item["filename"]]
+
+
+async def test_links_in_text_are_probed(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    envelope = {
+        "output": f"Here is the chart: {server}/img/a.png. And the page {server}/page/p.html, for reference.",
+        "message": f"图片见{server}/img/b.png。另见（{server}/img/c.png）",
+        "display_md": f"![chart]({server}/img/d.png) and **{server}/img/e.png**",
+        "data": {"nested": f"{server}/img/not-scanned.png"},
+    }
+    await run(envelope, ws)
+    assert sorted(i["url"] for i in envelope["images"]) == [f"{server}/img/{n}.png" for n in "abcde"]
+    assert files_in(ws) == [f"{n}.png" for n in "abcde"]
+    assert envelope["output"].startswith("Here is the chart")  # the text is not rewritten
+
+
+async def test_at_most_max_probed_links_per_result(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    text = " ".join(f"{server}/img/t{n}.png" for n in range(12))
+    envelope = {"output": text, "urls": [f"{server}/img/x1.png", f"{server}/img/x2.png"]}
+    await run(envelope, ws)
+    names = sorted(i["filename"] for i in envelope["images"])
+    assert names == sorted(["x1.png", "x2.png"] + [f"t{n}.png" for n in range(8)])  # explicit ones don't count
+    assert len(seen) == 10
+
+    seen.clear()
+    fewer = {"output": text}
+    await run(fewer, ws, max_probed=3)
+    assert len(seen) == 3 and len(fewer["images"]) == 3
+
+
+# --- artifact items, idempotency, naming -------------------------------------------------------------------------
+
+
+async def test_artifact_items_are_filled_in_place(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    kept = ws / "kept.png"
+    kept.write_bytes(PNG)
+    envelope: dict[str, Any] = {
+        "images": [{"url": f"{server}/img/one.png", "caption": "first"}, "not an item"],
+        "videos": [{"video_url": f"{server}/bin/movie.mp4", "url": f"{server}/page/watch.html"}],
+        "files": [{"url": f"{server}/img/kept.png", "local_path": str(kept)}],
+    }
+    await run(envelope, ws)
+    one = envelope["images"][0]
+    assert one["caption"] == "first" and one["url"] == f"{server}/img/one.png"
+    assert one["local_path"] == str(ws / "one.png") and one["sha256"] == hashlib.sha256(PNG).hexdigest()
+    assert envelope["images"][1] == "not an item"
+    movie = envelope["videos"][0]
+    assert movie["url"] == f"{server}/page/watch.html"  # an existing url field is not overwritten
+    assert (movie["filename"], movie["media"]) == ("movie.mp4", "video")
+    assert envelope["files"] == [{"url": f"{server}/img/kept.png", "local_path": str(kept)}]
+    # An item is one artifact, filled from its first URL; its other links are probed like any other (a page here).
+    assert sorted(r["path"] for r in seen) == ["/bin/movie.mp4", "/img/one.png", "/page/watch.html"]
+    assert files_in(ws) == ["kept.png", "movie.mp4", "one.png"]
+
+
+async def test_running_twice_downloads_nothing_new(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    envelope = {
+        "image_url": f"{server}/img/once.png",
+        "images": [{"src": f"{server}/img/item.png"}],
+        "output": f"see {server}/img/text.png",
+    }
+    await run(envelope, ws)
+    assert len(seen) == 3
+    snapshot = repr(envelope)
+    await run(envelope, ws)
+    assert len(seen) == 3
+    assert repr(envelope) == snapshot
+    assert files_in(ws) == ["item.png", "once.png", "text.png"]
+
+
+async def test_an_item_whose_file_is_gone_is_downloaded_again(
+    server: str, seen: list[dict[str, Any]], ws: Path
+) -> None:
+    envelope = {"image_url": f"{server}/img/again.png"}
+    await run(envelope, ws)
+    (ws / "again.png").unlink()
+    await run(envelope, ws)
+    (item,) = envelope["images"]  # the same item, filled again, not a second one
+    assert Path(item["local_path"]).read_bytes() == PNG
+
+
+async def test_the_same_url_is_downloaded_once(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    url = f"{server}/img/same.png"
+    envelope = {"image_url": url, "urls": [url, url], "url": url, "output": f"look: {url}"}
+    await run(envelope, ws)
+    assert len(seen) == 1 and len(envelope["images"]) == 1
+
+
+async def test_existing_files_are_never_replaced(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    (ws / "pixel.png").write_bytes(b"the user's own file")
+    envelope = {"image_urls": [f"{server}/img/pixel.png?v=1", f"{server}/img/pixel.png?v=2"]}
+    await run(envelope, ws)
+    assert (ws / "pixel.png").read_bytes() == b"the user's own file"
+    assert sorted(i["filename"] for i in envelope["images"]) == ["pixel-1.png", "pixel-2.png"]
+    assert files_in(ws) == ["pixel-1.png", "pixel-2.png", "pixel.png"]
+
+
+@pytest.mark.parametrize(
+    ("disposition", "expected"),
+    [
+        ('attachment; filename="../../x.png"', "x.png"),
+        ('attachment; filename="/etc/passwd"', "passwd.png"),
+        ('attachment; filename="..\\\\..\\\\win.png"', "win.png"),
+        ("attachment; filename*=UTF-8''..%2F..%2F%E6%8A%A5%E5%91%8A.png", "报告.png"),
+        ('attachment; filename=".hidden.png"', "hidden.png"),
+        ('attachment; filename=".."', "cd.png"),
+        ('attachment; filename="a\x7fb|c.png"', "a_b_c.png"),
+        ("attachment", "cd.png"),
+    ],
+)
+async def test_content_disposition_names_stay_in_the_workspace(
+    server: str, seen: list[dict[str, Any]], ws: Path, disposition: str, expected: str
+) -> None:
+    envelope = {"file_url": f"{server}/cd?value={disposition}"}
+    await run(envelope, ws)
+    assert "warnings" not in envelope
+    assert envelope["images"][0]["filename"] == expected
+    assert files_in(ws) == [expected]
+    assert files_in(ws.parent) == [f"ws/{expected}"]  # nothing written beside or above the workspace
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [("/noext", "noext.png"), ("/", "download.png"), ("/notype/", "download.bin"), ("/hops/3/final.png", "final.png")],
+)
+async def test_file_names_without_disposition(
+    server: str, seen: list[dict[str, Any]], ws: Path, path: str, expected: str
+) -> None:
+    envelope = {"file_url": server + path}
+    await run(envelope, ws)
+    assert files_in(ws) == [expected]
+    item = next(i for name in ("images", "files") for i in envelope.get(name, []))
+    assert item["url"] == server + path  # the URL asked for, not the last redirect
+
+
+# --- failures ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "options", "reason"),
+    [
+        ("/status/404", {}, "the server answered HTTP 404 Not Found"),
+        ("/status/500", {}, "HTTP 500"),
+        ("/truncated", {}, "the connection broke off"),
+        ("/slow", {"timeout": 0.5}, "no complete answer within 0.5 s"),
+        ("/big/3000000", {"max_bytes": 1_000_000}, "it is 2.9 MB, over the limit of 976.6 KB"),
+        ("/bigstream/3000000", {"max_bytes": 1_000_000}, "it is larger than the limit of 976.6 KB"),
+        ("/hops/6/x.png", {}, "more than 5 redirects"),
+        ("/redirect?to=ftp://example.com/x.png", {}, "after a redirect to ftp://example.com/x.png, only http and"),
+        ("/redirect?to=file:///etc/passwd", {}, "only http and https links are downloaded, not file:"),
+    ],
+)
+async def test_a_failed_download_leaves_the_url_and_a_warning(
+    server: str, seen: list[dict[str, Any]], ws: Path, path: str, options: dict[str, Any], reason: str
+) -> None:
+    sep = "&" if "?" in path else "?"
+    url = f"{server}{path}{sep}token=SECRET"
+    envelope: dict[str, Any] = {"file_url": url, "warnings": ["an earlier warning"]}
+    await run(envelope, ws, **options)
+    assert envelope["file_url"] == url
+    assert set(envelope) == {"file_url", "warnings"}  # no artifact array appears
+    earlier, warning = envelope["warnings"]
+    assert earlier == "an earlier warning"
+    assert warning.startswith(f"could not download {server}{urlsplit(path).path}: ")
+    assert reason in warning
+    assert "SECRET" not in warning
+    assert files_in(ws) == []  # no partial file, no temp file
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/x.pdf", "file:///etc/passwd", "gopher://127.0.0.1:70/x"])
+async def test_other_schemes_are_refused_without_connecting(seen: list[dict[str, Any]], ws: Path, url: str) -> None:
+    envelope = {"file_url": url, "warnings": "a string warning"}
+    await run(envelope, ws)
+    assert envelope["warnings"][0] == "a string warning"
+    assert "only http and https links are downloaded" in envelope["warnings"][1]
+    assert files_in(ws) == [] and seen == []
+
+
+async def test_other_downloads_go_on_when_one_fails(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    envelope = {"urls": [f"{server}/status/404", f"{server}/img/fine.png"]}
+    await run(envelope, ws)
+    assert [i["filename"] for i in envelope["images"]] == ["fine.png"]
+    assert len(envelope["warnings"]) == 1
+
+
+async def test_downloads_run_concurrently_four_at_a_time(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    envelope = {"urls": [f"{server}/delay/0.4/{n}.png" for n in range(8)]}
+    start = time.perf_counter()
+    await run(envelope, ws)
+    elapsed = time.perf_counter() - start
+    assert len(envelope["images"]) == 8
+    assert 0.8 <= elapsed < 2.5  # two waves of four (one at a time would take 3.2 s)
+
+
+# --- the address guard -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("address", "kind"),
+    [
+        ("10.1.2.3", "private"),
+        ("172.16.0.1", "private"),
+        ("172.31.255.255", "private"),
+        ("192.168.1.1", "private"),
+        ("169.254.169.254", "link-local"),
+        ("127.0.0.1", "loopback"),
+        ("0.0.0.0", "unspecified"),
+        ("224.0.0.1", "multicast"),
+        ("240.0.0.1", "reserved"),
+        ("100.64.0.1", "non-public"),
+        ("::1", "loopback"),
+        ("::", "unspecified"),
+        ("fe80::1", "link-local"),
+        ("fe80::1%eth0", "link-local"),
+        ("fc00::1", "private"),
+        ("ff02::1", "multicast"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("::ffff:10.0.0.1", "private"),
+        ("2002:7f00:1::", "loopback"),  # 6to4 around 127.0.0.1
+        ("64:ff9b::a9fe:a9fe", "link-local"),  # NAT64 around 169.254.169.254
+        ("8.8.8.8", None),
+        ("1.1.1.1", None),
+        ("172.32.0.1", None),
+        ("2606:4700:4700::1111", None),
+        ("::ffff:8.8.8.8", None),
+    ],
+)
+def test_address_classifier(address: str, kind: str | None) -> None:
+    assert private_address_kind(address) == kind
+
+
+async def test_private_addresses_are_refused(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    port = server.rsplit(":", 1)[1]
+    envelope = {
+        "image_url": f"{server}/img/a.png?sig=SECRET",
+        "file_url": f"http://localhost:{port}/img/b.png",
+        "output": f"also http://[::1]:{port}/img/c.png",
+    }
+    await run(envelope, ws, allow_private=False)
+    warnings = sorted(envelope["warnings"])
+    assert len(warnings) == 3
+    assert f"could not download {server}/img/a.png: the host 127.0.0.1 is a loopback address" in warnings[1]
+    assert f"could not download http://localhost:{port}/img/b.png: the host localhost (" in warnings[2]
+    assert "only public addresses are downloaded" in warnings[0]
+    assert "SECRET" not in repr(warnings)
+    assert seen == [] and files_in(ws) == []  # refused before connecting
+
+
+@pytest.mark.usefixtures("loopback_is_public")
+async def test_every_redirect_target_is_checked(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    port = server.rsplit(":", 1)[1]
+    fine = f"{server}/redirect?to={server}/img/ok.png"
+    to_loopback = f"{server}/redirect?to=http://127.0.0.2:{port}/img/x.png"
+    to_v6 = f"{server}/redirect?to=http://[::1]:{port}/img/y.png"
+    envelope = {"urls": [fine, to_loopback, to_v6]}
+    await run(envelope, ws, allow_private=False)
+    assert [i["filename"] for i in envelope["images"]] == ["ok.png"]
+    assert sorted(envelope["warnings"]) == [
+        f"could not download {server}/redirect: after a redirect to http://127.0.0.2:{port}/img/x.png, the host "
+        "127.0.0.2 is a loopback address; only public addresses are downloaded unless the platform is configured "
+        "to allow private ones",
+        f"could not download {server}/redirect: after a redirect to http://[::1]:{port}/img/y.png, the host ::1 is "
+        "a loopback address; only public addresses are downloaded unless the platform is configured to allow "
+        "private ones",
+    ]
+    assert sorted(r["path"] for r in seen) == ["/img/ok.png", "/redirect", "/redirect", "/redirect"]
+
+
+@pytest.mark.usefixtures("loopback_is_public")
+async def test_every_resolved_address_is_checked(
+    server: str, seen: list[dict[str, Any]], ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = server.rsplit(":", 1)[1]
+    fake_resolver(monkeypatch, {"mixed.test": ["127.0.0.1", "10.0.0.7"]})
+    envelope = {"file_url": f"http://mixed.test:{port}/img/m.png"}
+    await run(envelope, ws, allow_private=False)
+    assert "the host mixed.test (10.0.0.7) is a private address" in envelope["warnings"][0]
+    assert seen == []
+
+
+@pytest.mark.usefixtures("loopback_is_public")
+async def test_the_connection_goes_to_the_checked_address(
+    server: str, seen: list[dict[str, Any]], ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pinned.test exists only in the fake resolver: the download works only if the socket is opened to the
+    address that was checked, not by resolving the name again."""
+    port = server.rsplit(":", 1)[1]
+    fake_resolver(monkeypatch, {"pinned.test": ["127.0.0.1"]})
+    envelope = {"file_url": f"http://pinned.test:{port}/img/p.png"}
+    await run(envelope, ws, allow_private=False)
+    assert "warnings" not in envelope
+    assert [i["filename"] for i in envelope["images"]] == ["p.png"]
+    assert seen == [{"path": "/img/p.png", "query": "", "host": f"pinned.test:{port}"}]
+
+
+async def test_nothing_to_do_returns_the_envelope_untouched(ws: Path) -> None:
+    envelope = {"ok": True, "output": "no links here", "file": "local.txt", "warnings": []}
+    assert await materialize_urls(envelope, ws, allow_private=False) == {
+        "ok": True,
+        "output": "no links here",
+        "file": "local.txt",
+        "warnings": [],
+    }
