@@ -381,3 +381,43 @@ def test_cli_attach_run_and_list_artifacts(make_skill, skills_root, db_env, tmp_
     assert no_session.exit_code == 2 and "needs --session" in no_session.output
     bad = runner.invoke(cli, ["artifacts", "--session", "../etc"])
     assert bad.exit_code == 2 and "not a safe name" in bad.output
+
+
+PATHS = """
+async def execute(input, ctx):
+    return {"got": {k: input.get(k) for k in ("image", "output", "files")}, "ws": ctx["workspace_dir"]}
+"""
+PATHS_SCHEMA = json.dumps({"type": "object", "properties": {
+    "image": {"type": "string"}, "output": {"type": "string"}, "files": {"type": "array", "items": {"type": "string"}}}})
+
+
+async def test_model_built_paths_land_in_the_session_workspace(make_skill, yard_for, home):
+    make_skill("paths", files={"handler.py": PATHS, "schema.json": PATHS_SCHEMA})
+    ws = home / "workspaces" / "p-1"
+    ws.mkdir(parents=True)
+    (ws / "in.png").write_bytes(b"png")
+    async with yard_for() as yard:
+        env = await yard.run("paths", {"image": "some/dir/in.png", "output": "/etc/out.mp4",
+                                       "files": ["../../etc/passwd", "~/secrets.txt", "in.png", "in.png"]},
+                             context={"session_id": "p-1"})
+        nul = await yard.run("paths", {"image": "a\x00b"}, context={"session_id": "p-1"})
+        other = await yard.run("paths", {"image": str(home / "workspaces" / "p-2" / "x.png")},
+                               context={"session_id": "p-1"})
+    got = env["got"]
+    assert got["image"] == str(ws / "in.png") and got["output"] == str(ws / "out.mp4")
+    assert got["files"][0] == str(ws / "passwd") and got["files"][1] == str(ws / "secrets.txt")
+    assert got["files"].count(str(ws / "in.png")) == 1
+    assert nul["ok"] is False and nul["need_param"] == "image" and nul["error_type"] == "recoverable"
+    assert other["ok"] is False and other["need_param"] == "image" and "another session" in other["error"].lower()
+
+
+async def test_a_symlink_out_of_the_workspace_is_refused(make_skill, yard_for, home, tmp_path):
+    make_skill("paths", files={"handler.py": PATHS, "schema.json": PATHS_SCHEMA})
+    ws = home / "workspaces" / "p-3"
+    ws.mkdir(parents=True)
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"s")
+    (ws / "link.png").symlink_to(secret)
+    async with yard_for() as yard:
+        env = await yard.run("paths", {"image": "link.png"}, context={"session_id": "p-3"})
+    assert env["ok"] is False and env["need_param"] == "image"

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import json
-import mimetypes
 from pathlib import Path
 from typing import Any
 
-
-def media_type(path: str) -> str:
-    """image / video / audio / file, from the extension."""
-    guessed = mimetypes.guess_type(path)[0] or ""
-    major = guessed.split("/")[0]
-    return major if major in ("image", "video", "audio") else "file"
+from ..outputs.media import media_type
 
 
 def parse_stdout(stdout: str, cwd: str | None) -> Any:

@@ -161,6 +161,7 @@ def normalize_paths(input: dict[str, Any], workspace: Path, workspaces_root: Pat
     - Other fields keep their original value when the workspace file does not exist (the skill's error is clearer).
     - A path in the workspace (every relative one included) that resolves outside it through a symlink is
       refused, as is any value with a NUL byte.
+    - Lists of paths are de-duplicated after normalization, keeping the first occurrence.
     - Empty strings, non-strings, ``http(s)://`` and ``data:`` URLs are left alone. A ``file:`` URL is read as
       the local path it names and follows the rules above (so it cannot slip past them); the result is a path.
 
@@ -173,8 +174,8 @@ def normalize_paths(input: dict[str, Any], workspace: Path, workspaces_root: Pat
             continue
         if isinstance(value, str):
             result[field] = _normalize(field, value, place)
-        elif isinstance(value, list):
-            result[field] = [_normalize(field, item, place) if isinstance(item, str) else item for item in value]
+        elif isinstance(value, list):  # arrays of paths are de-duplicated once normalized (§3.3)
+            result[field] = _dedup([_normalize(field, item, place) if isinstance(item, str) else item for item in value])
     return result
 
 

@@ -13,7 +13,7 @@ import socket
 import ssl
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -111,15 +111,15 @@ def private_address_kind(address: str) -> str | None:
         inner = ip.ipv4_mapped or ip.sixtofour
         if inner is None and ip in _NAT64:
             inner = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if inner is not None and (kind := private_address_kind(str(inner))):
-            return kind
+        if inner is not None:  # what the socket reaches is the IPv4 address inside
+            return private_address_kind(str(inner))
     checks = (
         ("unspecified", ip.is_unspecified),
         ("loopback", ip.is_loopback),
         ("link-local", ip.is_link_local),
         ("multicast", ip.is_multicast),
-        ("private", ip.is_private),
         ("reserved", ip.is_reserved),
+        ("private", ip.is_private),
         ("non-public", not ip.is_global),
     )
     return next((kind for kind, hit in checks if hit), None)
@@ -317,7 +317,7 @@ def _filename(disposition: str | None, urls: list[httpx.URL], mime: str) -> str:
         except (TypeError, ValueError, LookupError):
             name = ""
     if not name:
-        from_urls = [_safe_basename(PurePosixPath(url.path).name) for url in urls]
+        from_urls = [_safe_basename(url.path.rsplit("/", 1)[-1]) for url in urls]
         name = next((n for n in from_urls if Path(n).suffix), "") or next((n for n in from_urls if n), "")
     generic = mime in ("", "application/octet-stream", "binary/octet-stream")
     ext = "" if generic else (mimetypes.guess_extension(mime) or "")
