@@ -1,8 +1,10 @@
-"""Remote URL materialization (§6.3 step 1) against a real HTTP server on 127.0.0.1 (http.server in a thread)."""
+"""Remote URL materialization (§6.3 step 1) and its address guard, against a real HTTP server on 127.0.0.1
+(http.server in a thread); no test connects anywhere else."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import socket
 import threading
@@ -15,8 +17,9 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
-from skillyard.outputs import materialize
-from skillyard.outputs.materialize import materialize_urls, private_address_kind
+from skillyard.outputs import address_guard
+from skillyard.outputs.address_guard import private_address_kind
+from skillyard.outputs.materialize import materialize_urls
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
 PDF = b"%PDF-1.7\n" + b"0" * 3000
@@ -35,10 +38,8 @@ class Files(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         parts = urlsplit(self.path)
         self.requests.append({"path": parts.path, "query": parts.query, "host": self.headers.get("Host")})
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up first (probes, caps)
             self._route(parts.path, parse_qs(parts.query))
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up first (timeouts, probes, caps)
-            pass
 
     def _route(self, path: str, query: dict[str, list[str]]) -> None:
         segments = path.strip("/").split("/")
@@ -148,7 +149,7 @@ async def run(envelope: dict[str, Any], ws: Path, **options: Any) -> dict[str, A
 def loopback_is_public(monkeypatch: pytest.MonkeyPatch) -> None:
     """Simulate a public test server: 127.0.0.1 passes the guard, every other address is judged for real."""
     real = private_address_kind
-    monkeypatch.setattr(materialize, "private_address_kind", lambda a: None if a == "127.0.0.1" else real(a))
+    monkeypatch.setattr(address_guard, "private_address_kind", lambda a: None if a == "127.0.0.1" else real(a))
 
 
 def fake_resolver(monkeypatch: pytest.MonkeyPatch, answers: dict[str, list[str]]) -> None:
@@ -385,7 +386,7 @@ async def test_file_names_without_disposition(
         ("/slow", {"timeout": 0.5}, "no complete answer within 0.5 s"),
         ("/big/3000000", {"max_bytes": 1_000_000}, "it is 2.9 MB, over the limit of 976.6 KB"),
         ("/bigstream/3000000", {"max_bytes": 1_000_000}, "it is larger than the limit of 976.6 KB"),
-        ("/hops/6/x.png", {}, "more than 5 redirects"),
+        ("/hops/6/x.png", {}, "more than 5 redirects (the last one to http://127.0.0.1:"),
         ("/redirect?to=ftp://example.com/x.png", {}, "after a redirect to ftp://example.com/x.png, only http and"),
         ("/redirect?to=file:///etc/passwd", {}, "only http and https links are downloaded, not file:"),
     ],
@@ -405,6 +406,9 @@ async def test_a_failed_download_leaves_the_url_and_a_warning(
     assert reason in warning
     assert "SECRET" not in warning
     assert files_in(ws) == []  # no partial file, no temp file
+    await run(envelope, ws, **options)  # tried again, failing the same way: said once
+    assert envelope["warnings"] == [earlier, warning]
+    assert files_in(ws) == []
 
 
 @pytest.mark.parametrize("url", ["ftp://example.com/x.pdf", "file:///etc/passwd", "gopher://127.0.0.1:70/x"])

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import email.message
-import functools
-import ipaddress
 import mimetypes
 import re
-import socket
-import ssl
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +16,7 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
+from .address_guard import GuardedTransport, RefusedDestination
 from .media import media_type
 from .safe_write import TooLarge, describe_size, safe_stream
 
@@ -40,7 +37,6 @@ _SKIP_TEXT_FIELDS = _URL_FIELDS | frozenset(ARRAY_FOR_MEDIA.values()) | {"local_
 _LINK = re.compile(r"https?://[A-Za-z0-9\-._~:/?#\[\]@!$&()*+,;=%]+", re.IGNORECASE)
 _HEAD_BYTES = 512  # what a probe looks at to catch a page served under a media type
 _NAME_BYTES = 150
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
 @dataclass
@@ -54,10 +50,6 @@ class _Target:
 
 class _Failed(Exception):
     """A download failed for a reason already phrased for the warning."""
-
-
-class _Refused(_Failed):
-    """The host resolves to an address downloads must not reach."""
 
 
 async def materialize_urls(
@@ -83,11 +75,11 @@ async def materialize_urls(
     limit = asyncio.Semaphore(CONCURRENCY)
 
     async def attempt(client: httpx.AsyncClient, target: _Target) -> dict[str, Any] | str | None:
-        async with limit:
-            return await _attempt(client, target, workspace, max_bytes, timeout)
+        async with _Slot(limit) as slot:
+            return await _attempt(client, target, workspace, max_bytes, timeout, slot)
 
     async with httpx.AsyncClient(
-        transport=_GuardedTransport(allow_private),
+        transport=GuardedTransport(allow_private),
         timeout=httpx.Timeout(timeout),
         headers={"User-Agent": USER_AGENT, "Accept": "*/*"},
         trust_env=False,  # no proxies from the environment: the guard must see the real destination
@@ -99,30 +91,6 @@ async def materialize_urls(
         elif isinstance(outcome, str):
             _warn(envelope, f"could not download {_display_url(target.url)}: {outcome}")
     return envelope
-
-
-def private_address_kind(address: str) -> str | None:
-    """Why downloads must not reach an IP address ("loopback", "private", …), or None for a public address.
-
-    IPv4 addresses carried inside IPv6 ones (IPv4-mapped, 6to4, NAT64) are judged by the IPv4 address.
-    """
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address):
-        inner = ip.ipv4_mapped or ip.sixtofour
-        if inner is None and ip in _NAT64:
-            inner = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if inner is not None:  # what the socket reaches is the IPv4 address inside
-            return private_address_kind(str(inner))
-    checks = (
-        ("unspecified", ip.is_unspecified),
-        ("loopback", ip.is_loopback),
-        ("link-local", ip.is_link_local),
-        ("multicast", ip.is_multicast),
-        ("reserved", ip.is_reserved),
-        ("private", ip.is_private),
-        ("non-public", not ip.is_global),
-    )
-    return next((kind for kind, hit in checks if hit), None)
 
 
 # --- finding the URLs ------------------------------------------------------------------------------------------
@@ -222,8 +190,30 @@ def _trim_link(link: str) -> str:
 # --- downloading -----------------------------------------------------------------------------------------------
 
 
+class _Slot:
+    """One of the ``CONCURRENCY`` download slots. A download gives it back as soon as its body has arrived, so the
+    next one starts while this one is still fsynced and published."""
+
+    def __init__(self, limit: asyncio.Semaphore) -> None:
+        self._limit = limit
+        self._held = False
+
+    async def __aenter__(self) -> _Slot:
+        await self._limit.acquire()
+        self._held = True
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._limit.release()
+
+
 async def _attempt(
-    client: httpx.AsyncClient, target: _Target, workspace: Path, max_bytes: int, timeout: float
+    client: httpx.AsyncClient, target: _Target, workspace: Path, max_bytes: int, timeout: float, slot: _Slot
 ) -> dict[str, Any] | str | None:
     """The artifact item, None when a probe found a page, or the reason the download failed."""
     hop_url = target.url
@@ -240,13 +230,14 @@ async def _attempt(
                         continue
                     if not response.is_success:
                         raise _Failed(f"the server answered HTTP {response.status_code} {response.reason_phrase}")
-                    return await _save(response, target, workspace, max_bytes)
-            raise _Failed(f"more than {MAX_REDIRECTS} redirects")
+                    return await _save(response, target, workspace, max_bytes, slot)
+            last_hop, hop_url = hop_url, target.url  # the reason names the last hop itself
+            raise _Failed(f"more than {MAX_REDIRECTS} redirects (the last one to {_display_url(last_hop)})")
     except (TimeoutError, httpx.TimeoutException, httpcore.TimeoutException):
         reason = f"no complete answer within {timeout:g} s"
     except TooLarge:
         reason = f"it is larger than the limit of {describe_size(max_bytes)}"
-    except _Failed as exc:
+    except (_Failed, RefusedDestination) as exc:
         reason = str(exc)
     except (httpcore.RemoteProtocolError, httpx.RemoteProtocolError) as exc:
         reason = f"the connection broke off ({exc})"
@@ -259,7 +250,9 @@ async def _attempt(
     return reason
 
 
-async def _save(response: httpx.Response, target: _Target, workspace: Path, max_bytes: int) -> dict[str, Any] | None:
+async def _save(
+    response: httpx.Response, target: _Target, workspace: Path, max_bytes: int, slot: _Slot
+) -> dict[str, Any] | None:
     mime = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
@@ -273,7 +266,7 @@ async def _save(response: httpx.Response, target: _Target, workspace: Path, max_
     if not target.explicit and (_is_page_type(mime) or _looks_like_page(head)):
         return None  # a web page or an API answer, not a file: leaving the block closes the connection unread
     name = _filename(response.headers.get("content-disposition"), [response.url, httpx.URL(target.url)], mime)
-    path, size, digest = await safe_stream(workspace, name, _prepend(head, chunks), max_bytes=max_bytes)
+    path, size, digest = await safe_stream(workspace, name, _body(head, chunks, slot), max_bytes=max_bytes)
     content_type = mime or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     return {
         "url": target.url,
@@ -286,11 +279,13 @@ async def _save(response: httpx.Response, target: _Target, workspace: Path, max_
     }
 
 
-async def _prepend(head: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+async def _body(head: bytes, rest: AsyncIterator[bytes], slot: _Slot) -> AsyncIterator[bytes]:
+    """The whole body again (the probed head first); the slot is given back once the last chunk has arrived."""
     if head:
         yield head
     async for chunk in rest:
         yield chunk
+    slot.release()
 
 
 def _is_page_type(mime: str) -> bool:
@@ -359,7 +354,8 @@ def _record(envelope: dict[str, Any], target: _Target, artifact: dict[str, Any])
 def _warn(envelope: dict[str, Any], message: str) -> None:
     warnings = envelope.get("warnings")
     if isinstance(warnings, list):
-        warnings.append(message)
+        if message not in warnings:  # a second run that fails the same way says it once
+            warnings.append(message)
     else:
         envelope["warnings"] = [message] if warnings in (None, "") else [warnings, message]
 
@@ -372,109 +368,3 @@ def _display_url(url: str) -> str:
         return url.split("?", 1)[0].split("#", 1)[0]
     host = parts.netloc.rsplit("@", 1)[-1]
     return f"{parts.scheme}://{host}{parts.path}" if parts.scheme else url.split("?", 1)[0].split("#", 1)[0]
-
-
-# --- the guarded connection ------------------------------------------------------------------------------------
-
-
-class _CheckedBackend(httpcore.AsyncNetworkBackend):
-    """Resolves each host itself, checks every address it resolves to, then connects to one of those addresses.
-
-    DNS rebinding: the socket is opened to an address that was checked, never to the host name, so a name that
-    answers with a public address for the check and a private one for the connection cannot slip through. Every
-    new connection goes through here, which covers the first request and each redirect target. TLS still checks
-    the certificate against the host name: httpcore passes the name to the TLS layer separately.
-    """
-
-    def __init__(self, allow_private: bool) -> None:
-        self._allow_private = allow_private
-        self._inner = httpcore.AnyIOBackend()
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        last_error: Exception | None = None
-        for address in await self._addresses(host, port):
-            try:
-                return await self._inner.connect_tcp(
-                    address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
-                )
-            except httpcore.ConnectError as exc:
-                last_error = exc
-        raise last_error or httpcore.ConnectError(f"no address to connect to for {host}")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-    async def _addresses(self, host: str, port: int) -> list[str]:
-        try:
-            addresses = [str(ipaddress.ip_address(host))]
-        except ValueError:
-            try:
-                infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except OSError as exc:
-                raise _Failed(f"the host {host} cannot be resolved ({exc.strerror or exc})") from None
-            addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
-        if not self._allow_private:
-            for address in addresses:
-                if kind := private_address_kind(address):
-                    shown = host if host == address else f"{host} ({address})"
-                    raise _Refused(
-                        f"the host {shown} is a {kind} address; only public addresses are downloaded unless the "
-                        "platform is configured to allow private ones"
-                    )
-        return addresses
-
-
-class _GuardedTransport(httpx.AsyncBaseTransport):
-    """httpx over an httpcore pool that connects through :class:`_CheckedBackend` (httpx's own transport takes no
-    network backend)."""
-
-    def __init__(self, allow_private: bool) -> None:
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=_ssl_context(), network_backend=_CheckedBackend(allow_private)
-        )
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        url = request.url
-        response = await self._pool.handle_async_request(
-            httpcore.Request(
-                method=request.method,
-                url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
-                headers=request.headers.raw,
-                content=request.stream,
-                extensions=request.extensions,
-            )
-        )
-        return httpx.Response(
-            status_code=response.status,
-            headers=response.headers,
-            stream=_ResponseStream(response),
-            extensions=response.extensions,
-        )
-
-    async def aclose(self) -> None:
-        await self._pool.aclose()
-
-
-class _ResponseStream(httpx.AsyncByteStream):
-    def __init__(self, response: httpcore.Response) -> None:
-        self._response = response
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._response.aiter_stream():
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._response.aclose()
-
-
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """httpx's default context, built once: loading the CA bundle costs milliseconds per client otherwise."""
-    return httpx.create_ssl_context()

@@ -1,0 +1,150 @@
+"""Connections for downloads that must reach only public hosts (SSRF guard): every address a host resolves to is
+checked, and the socket is opened to a checked address, never to the name."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import ipaddress
+import socket
+import ssl
+from collections.abc import AsyncIterator, Iterable
+
+import httpcore
+import httpx
+
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+class RefusedDestination(Exception):
+    """A host that must not be connected to, or cannot be resolved; the message says which and why."""
+
+
+def private_address_kind(address: str) -> str | None:
+    """Why downloads must not reach an IP address ("loopback", "private", …), or None for a public address.
+
+    IPv4 addresses carried inside IPv6 ones (IPv4-mapped, 6to4, NAT64) are judged by the IPv4 address.
+    """
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = ip.ipv4_mapped or ip.sixtofour
+        if inner is None and ip in _NAT64:
+            inner = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if inner is not None:  # what the socket reaches is the IPv4 address inside
+            return private_address_kind(str(inner))
+    checks = (
+        ("unspecified", ip.is_unspecified),
+        ("loopback", ip.is_loopback),
+        ("link-local", ip.is_link_local),
+        ("multicast", ip.is_multicast),
+        ("reserved", ip.is_reserved),
+        ("private", ip.is_private),
+        ("non-public", not ip.is_global),
+    )
+    return next((kind for kind, hit in checks if hit), None)
+
+
+class _CheckedBackend(httpcore.AsyncNetworkBackend):
+    """Resolves each host itself, checks every address it resolves to, then connects to one of those addresses.
+
+    DNS rebinding: the socket is opened to an address that was checked, never to the host name, so a name that
+    answers with a public address for the check and a private one for the connection cannot slip through. Every
+    new connection goes through here, which covers the first request and each redirect target. TLS still checks
+    the certificate against the host name: httpcore passes the name to the TLS layer separately.
+    """
+
+    def __init__(self, allow_private: bool) -> None:
+        self._allow_private = allow_private
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        last_error: Exception | None = None
+        for address in await self._addresses(host, port):
+            try:
+                return await self._inner.connect_tcp(
+                    address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
+            except httpcore.ConnectError as exc:
+                last_error = exc
+        raise last_error or httpcore.ConnectError(f"no address to connect to for {host}")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+    async def _addresses(self, host: str, port: int) -> list[str]:
+        try:
+            addresses = [str(ipaddress.ip_address(host))]
+        except ValueError:
+            try:
+                infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except OSError as exc:
+                raise RefusedDestination(f"the host {host} cannot be resolved ({exc.strerror or exc})") from None
+            addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+        if not self._allow_private:
+            for address in addresses:
+                if kind := private_address_kind(address):
+                    shown = host if host == address else f"{host} ({address})"
+                    raise RefusedDestination(
+                        f"the host {shown} is a {kind} address; only public addresses are downloaded unless the "
+                        "platform is configured to allow private ones"
+                    )
+        return addresses
+
+
+class GuardedTransport(httpx.AsyncBaseTransport):
+    """httpx over an httpcore pool that connects through :class:`_CheckedBackend` (httpx's own transport takes no
+    network backend)."""
+
+    def __init__(self, allow_private: bool) -> None:
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=_ssl_context(),
+            network_backend=_CheckedBackend(allow_private),
+            max_connections=100,  # httpx's defaults; materialize_urls bounds active downloads itself
+            max_keepalive_connections=20,
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        response = await self._pool.handle_async_request(
+            httpcore.Request(
+                method=request.method,
+                url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+                headers=request.headers.raw,
+                content=request.stream,
+                extensions=request.extensions,
+            )
+        )
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_ResponseStream(response),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+
+class _ResponseStream(httpx.AsyncByteStream):
+    def __init__(self, response: httpcore.Response) -> None:
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._response.aiter_stream():
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """httpx's default context, built once: loading the CA bundle costs milliseconds per client otherwise."""
+    return httpx.create_ssl_context()

@@ -1,0 +1,265 @@
+"""Safe file output (安全落盘): workspace-relative paths, temp file + fsync + atomic publish, no-clobber, no
+leftovers."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import hashlib
+import os
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from skillyard.outputs.media import media_type
+from skillyard.outputs.safe_write import TooLarge, UnsafePath, resolve_in_workspace, safe_stream, safe_write
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    return workspace
+
+
+def files_in(folder: Path) -> list[str]:
+    """Every file under ``folder``, hidden temp files included."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink())
+
+
+async def chunks_of(*parts: bytes, fail_after: int | None = None) -> AsyncIterator[bytes]:
+    for index, part in enumerate(parts):
+        if fail_after is not None and index == fail_after:
+            raise ConnectionResetError("the peer went away")
+        await asyncio.sleep(0)
+        yield part
+
+
+# --- paths -------------------------------------------------------------------------------------------------------
+
+
+def test_relative_paths_resolve_inside_the_workspace(ws: Path) -> None:
+    assert resolve_in_workspace(ws, "report.xlsx") == ws / "report.xlsx"
+    assert resolve_in_workspace(ws, Path("out/a/b.txt")) == ws / "out/a/b.txt"
+    assert resolve_in_workspace(ws, "./out/../b.txt") == ws / "b.txt"
+    assert resolve_in_workspace(ws, "out//b.txt") == ws / "out/b.txt"
+
+
+@pytest.mark.parametrize(
+    ("relative", "message"),
+    [
+        ("/etc/passwd", "is absolute; give it relative to the workspace, e.g. 'passwd'"),
+        ("../x.txt", "climbs out of the workspace with '..'"),
+        ("a/../../x.txt", "climbs out of the workspace with '..'"),
+        ("a/b/../../../x.txt", "climbs out of the workspace"),
+        ("bad\x00name.txt", "contains a NUL byte; remove it"),
+        ("", "the path is empty"),
+        ("   ", "the path is empty"),
+    ],
+)
+def test_unsafe_paths_are_refused_with_a_fix(ws: Path, relative: str, message: str) -> None:
+    with pytest.raises(UnsafePath, match=message.replace("(", r"\(").replace(".", r"\.")):
+        resolve_in_workspace(ws, relative)
+    with pytest.raises(UnsafePath):
+        safe_write(ws, relative, b"data")
+    assert files_in(ws.parent) == []
+
+
+def test_symlinks_out_of_the_workspace_are_refused(ws: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / "escape").symlink_to(outside)
+    (ws / "file-link.txt").symlink_to(outside / "target.txt")  # dangling, and outside
+    (ws / "rel-escape").symlink_to("../outside")
+    for relative in ("escape/x.txt", "file-link.txt", "rel-escape/x.txt", "escape"):
+        with pytest.raises(UnsafePath, match="points outside the workspace"):
+            safe_write(ws, relative, b"data")
+    assert list(outside.iterdir()) == []
+
+
+def test_symlinks_inside_the_workspace_are_followed(ws: Path) -> None:
+    (ws / "real").mkdir()
+    (ws / "alias").symlink_to("real")
+    assert resolve_in_workspace(ws, "alias/x.txt") == ws / "real/x.txt"
+    # The kernel reads alias/.. as the parent of real's target, and so does the check.
+    (ws / "real/deeper").mkdir()
+    (ws / "deep").symlink_to("real/deeper")
+    assert resolve_in_workspace(ws, "deep/../y.txt") == ws / "real/y.txt"
+    assert safe_write(ws, "alias/x.txt", "hi") == ws / "real/x.txt"
+
+
+def test_a_symlinked_workspace_is_fine(ws: Path, tmp_path: Path) -> None:
+    (tmp_path / "ws-link").symlink_to(ws)
+    assert safe_write(tmp_path / "ws-link", "a.txt", "x") == ws / "a.txt"
+
+
+# --- safe_write --------------------------------------------------------------------------------------------------
+
+
+def test_safe_write_publishes_the_whole_file(ws: Path) -> None:
+    path = safe_write(ws, "out/deep/report.txt", "héllo")
+    assert path == ws / "out/deep/report.txt" and path.is_absolute()
+    assert path.read_bytes() == "héllo".encode()
+    assert files_in(ws) == ["out/deep/report.txt"]  # no temp file left
+    assert oct(path.stat().st_mode & 0o777) == oct(0o666 & ~_umask())  # an ordinary file, not mkstemp's 0600
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def test_existing_files_are_never_clobbered(ws: Path) -> None:
+    assert safe_write(ws, "a.txt", "1") == ws / "a.txt"
+    assert safe_write(ws, "a.txt", "2") == ws / "a-1.txt"
+    assert safe_write(ws, "a.txt", "3") == ws / "a-2.txt"
+    assert [(ws / n).read_text() for n in ("a.txt", "a-1.txt", "a-2.txt")] == ["1", "2", "3"]
+    assert safe_write(ws, "b.tar.gz", "x").name == "b.tar.gz"
+    assert safe_write(ws, "b.tar.gz", "y").name == "b-1.tar.gz"
+    assert safe_write(ws, "noext", "x").name == "noext"
+    assert safe_write(ws, "noext", "y").name == "noext-1"
+    # A link inside the workspace is followed, as the kernel would: the file lands at its target.
+    (ws / "link.txt").symlink_to("a.txt")
+    assert safe_write(ws, "link.txt", "4") == ws / "a-3.txt"
+    (ws / "dangling.txt").symlink_to("target.txt")
+    assert safe_write(ws, "dangling.txt", "5") == ws / "target.txt"
+    assert (ws / "dangling.txt").read_text() == "5"
+
+
+def test_overwrite_replaces_atomically(ws: Path) -> None:
+    safe_write(ws, "a.txt", "old")
+    assert safe_write(ws, "a.txt", "new", overwrite=True) == ws / "a.txt"
+    assert (ws / "a.txt").read_text() == "new"
+    assert files_in(ws) == ["a.txt"]
+
+
+def test_concurrent_writers_never_share_a_name(ws: Path) -> None:
+    with ThreadPoolExecutor(8) as pool:
+        paths = list(pool.map(lambda n: safe_write(ws, "same.txt", f"writer {n}"), range(40)))
+    assert len(set(paths)) == 40
+    assert sorted(p.read_text() for p in paths) == sorted(f"writer {n}" for n in range(40))
+    assert len(files_in(ws)) == 40
+
+
+def test_without_hard_links_names_are_reserved_exclusively(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_links(src: object, dst: object) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    assert safe_write(ws, "a.txt", "1") == ws / "a.txt"
+    assert safe_write(ws, "a.txt", "2") == ws / "a-1.txt"
+    assert (ws / "a-1.txt").read_text() == "2"
+    assert files_in(ws) == ["a-1.txt", "a.txt"]
+
+
+def test_a_failed_write_leaves_nothing(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken_fsync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(OSError, match="Input/output error"):
+        safe_write(ws, "a.txt", "data")
+    assert files_in(ws) == []
+
+
+def test_a_failed_publish_leaves_nothing(ws: Path) -> None:
+    (ws / "dir").mkdir()
+    with pytest.raises(IsADirectoryError):
+        safe_write(ws, "dir", "data", overwrite=True)
+    assert files_in(ws) == []
+    with pytest.raises(UnsafePath, match="names the workspace folder itself"):
+        safe_write(ws, ".", "data")
+
+
+# --- safe_stream -------------------------------------------------------------------------------------------------
+
+
+async def test_safe_stream_returns_path_size_and_digest(ws: Path) -> None:
+    parts = (b"a" * 70_000, b"b" * 5, b"", b"c" * 1000)
+    path, size, digest = await safe_stream(ws, "s/stream.bin", chunks_of(*parts), max_bytes=71_005)
+    body = b"".join(parts)
+    assert path == ws / "s/stream.bin" and path.read_bytes() == body
+    assert (size, digest) == (len(body), hashlib.sha256(body).hexdigest())
+    assert files_in(ws) == ["s/stream.bin"]
+    again, _, _ = await safe_stream(ws, "s/stream.bin", chunks_of(b"x"))
+    assert again == ws / "s/stream-1.bin"
+    replaced, _, _ = await safe_stream(ws, "s/stream.bin", chunks_of(b"y"), overwrite=True)
+    assert replaced == path and path.read_bytes() == b"y"
+
+
+@pytest.mark.parametrize(("chunk", "count"), [(65536, 60), (1 << 20, 12), (3 << 20, 4)])
+async def test_large_streams_are_hashed_in_order(ws: Path, chunk: int, count: int) -> None:
+    """Past 1 MB the hash is computed on a worker thread in batches: the digest must still be the file's."""
+    parts = [bytes([n % 251]) * chunk for n in range(count)]
+    path, size, digest = await safe_stream(ws, "large.bin", chunks_of(*parts))
+    assert size == chunk * count
+    assert digest == hashlib.sha256(path.read_bytes()).hexdigest() == hashlib.sha256(b"".join(parts)).hexdigest()
+
+
+async def test_a_stream_failing_midway_leaves_nothing(ws: Path) -> None:
+    with pytest.raises(ConnectionResetError):
+        await safe_stream(ws, "partial.bin", chunks_of(b"x" * 100_000, b"y" * 100_000, b"z", fail_after=2))
+    with pytest.raises(ConnectionResetError):  # after batches went to the hashing thread
+        await safe_stream(ws, "partial.bin", chunks_of(*[b"x" * (1 << 20)] * 5, fail_after=3))
+    assert files_in(ws) == []
+
+
+async def test_a_stream_over_the_limit_leaves_nothing(ws: Path) -> None:
+    with pytest.raises(TooLarge, match=r"big\.bin is larger than the limit of 1 KB"):
+        await safe_stream(ws, "big.bin", chunks_of(b"x" * 1000, b"x" * 25), max_bytes=1024)
+    assert files_in(ws) == []
+    assert issubclass(TooLarge, ValueError)
+
+
+async def test_a_cancelled_stream_leaves_nothing(ws: Path) -> None:
+    started = asyncio.Event()
+
+    async def endless() -> AsyncIterator[bytes]:
+        while True:
+            yield b"x" * 65536
+            started.set()
+            await asyncio.sleep(0.01)
+
+    task = asyncio.create_task(safe_stream(ws, "endless.bin", endless()))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert files_in(ws) == []
+
+
+async def test_safe_stream_refuses_unsafe_paths_before_reading(ws: Path) -> None:
+    read = False
+
+    async def chunks() -> AsyncIterator[bytes]:
+        nonlocal read
+        read = True
+        yield b"x"
+
+    with pytest.raises(UnsafePath):
+        await safe_stream(ws, "../x.bin", chunks())
+    assert not read
+
+
+# --- media -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "content_type", "media"),
+    [
+        ("a.png", None, "image"),
+        ("a.MP4", None, "video"),
+        ("a.mp3", None, "audio"),
+        ("a.pdf", None, "file"),
+        ("noext", None, "file"),
+        ("a.pdf", "image/png", "image"),  # the server's type wins over the name
+        ("a.png", "text/html; charset=utf-8", "file"),
+        ("a.wav", "application/octet-stream", "audio"),  # a generic type says nothing: the name decides
+        ("a.bin", "Video/MP4", "video"),
+    ],
+)
+def test_media_type(name: str, content_type: str | None, media: str) -> None:
+    assert media_type(name, content_type) == media
