@@ -48,6 +48,14 @@ def declared_artifacts(envelope: dict[str, Any]) -> list[tuple[dict[str, Any], s
     return items
 
 
+def _describe(path: Path, media: str, skill: str, url: str | None, item: dict[str, Any]) -> NewAttachment:
+    """A file to register; a size and sha256 the download step already measured are reused, not recomputed."""
+    known, size = item.get("sha256"), item.get("size")
+    if isinstance(known, str) and len(known) == 64 and isinstance(size, int) and path.stat().st_size == size:
+        return NewAttachment(media, path.name, str(path), url, size, known, skill)
+    return describe_file(path, media, skill, url)
+
+
 async def register_artifacts(envelope: dict[str, Any], run: Run) -> dict[str, Any]:
     """Register every declared artifact that exists as a file; each item gets its ``ref`` (img_1, file_2…)."""
     declared = declared_artifacts(envelope)
@@ -61,14 +69,12 @@ async def register_artifacts(envelope: dict[str, Any], run: Run) -> dict[str, An
             path = _existing_file(item.get("filename"), workspace)
         if path is None:
             continue
-        declared = item.get("media")
+        stated = item.get("media")
         media = (
-            declared
-            if declared in MEDIA_ARRAY
-            else (default_media if default_media != "file" else media_type(str(path)))
+            stated if stated in MEDIA_ARRAY else (default_media if default_media != "file" else media_type(str(path)))
         )
         url = item.get("url") if isinstance(item.get("url"), str) else None
-        pending.append((item, describe_file(path.resolve(), media, run.skill.name, url)))
+        pending.append((item, _describe(path.resolve(), media, run.skill.name, url, item)))
     if pending:
         stored = await run.yard.attachments.register(run.session_id, [new for _, new in pending])
         for (item, _), attachment in zip(pending, stored, strict=True):
