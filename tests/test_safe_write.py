@@ -156,10 +156,10 @@ def test_without_hard_links_names_are_reserved_exclusively(ws: Path, monkeypatch
 
 
 def test_a_failed_write_leaves_nothing(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken_fsync(fd: int) -> None:
+    def broken_sync(fd: int) -> None:
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(os, "fsync", broken_fsync)
+    monkeypatch.setattr(os, "fdatasync", broken_sync)
     with pytest.raises(OSError, match="Input/output error"):
         safe_write(ws, "a.txt", "data")
     assert files_in(ws) == []

@@ -86,7 +86,7 @@ def safe_write(
         with open(fd, "wb") as file:
             file.write(payload)
             file.flush()
-            os.fsync(file.fileno())
+            os.fdatasync(file.fileno())
         return _publish(temp, target, overwrite=overwrite)
     except BaseException:
         _discard(temp)
@@ -182,11 +182,14 @@ def _hash_parts(digest: hashlib._Hash, parts: list[bytes]) -> None:
 
 
 def _finish(file: BinaryIO, digest: hashlib._Hash, rest: list[bytes]) -> str:
-    """Hash the last parts, flush and fsync the temp file, close it; runs on a worker thread."""
+    """Hash the last parts, flush and sync the temp file, close it; runs on a worker thread.
+
+    ``fdatasync`` makes the content and size durable before the rename publishes the name, which is all the
+    no-half-written-file promise needs; it skips the timestamp update a full ``fsync`` also waits for."""
     try:
         _hash_parts(digest, rest)
         file.flush()
-        os.fsync(file.fileno())
+        os.fdatasync(file.fileno())
         return digest.hexdigest()
     finally:
         file.close()
