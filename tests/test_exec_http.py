@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
+from local_http import serve
 from skillyard import SkillYard
 
 
@@ -79,16 +79,8 @@ class Recorder(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-    httpd.daemon_threads = True
-    httpd.block_on_close = False  # handlers still sleeping in /slow must not hold up teardown
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve(Recorder) as url:
+        yield url
 
 
 @pytest.fixture

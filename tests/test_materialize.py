@@ -7,16 +7,16 @@ import asyncio
 import contextlib
 import hashlib
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
+from local_http import serve
 from skillyard.outputs import address_guard
 from skillyard.outputs.address_guard import private_address_kind
 from skillyard.outputs.materialize import materialize_urls
@@ -108,16 +108,8 @@ class Files(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Files)
-    httpd.daemon_threads = True
-    httpd.block_on_close = False  # handlers still sleeping in /slow must not hold up teardown
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve(Files) as url:
+        yield url
 
 
 @pytest.fixture
