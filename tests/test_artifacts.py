@@ -387,8 +387,16 @@ PATHS = """
 async def execute(input, ctx):
     return {"got": {k: input.get(k) for k in ("image", "output", "files")}, "ws": ctx["workspace_dir"]}
 """
-PATHS_SCHEMA = json.dumps({"type": "object", "properties": {
-    "image": {"type": "string"}, "output": {"type": "string"}, "files": {"type": "array", "items": {"type": "string"}}}})
+PATHS_SCHEMA = json.dumps(
+    {
+        "type": "object",
+        "properties": {
+            "image": {"type": "string"},
+            "output": {"type": "string"},
+            "files": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+)
 
 
 async def test_model_built_paths_land_in_the_session_workspace(make_skill, yard_for, home):
@@ -397,12 +405,19 @@ async def test_model_built_paths_land_in_the_session_workspace(make_skill, yard_
     ws.mkdir(parents=True)
     (ws / "in.png").write_bytes(b"png")
     async with yard_for() as yard:
-        env = await yard.run("paths", {"image": "some/dir/in.png", "output": "/etc/out.mp4",
-                                       "files": ["../../etc/passwd", "~/secrets.txt", "in.png", "in.png"]},
-                             context={"session_id": "p-1"})
+        env = await yard.run(
+            "paths",
+            {
+                "image": "some/dir/in.png",
+                "output": "/etc/out.mp4",
+                "files": ["../../etc/passwd", "~/secrets.txt", "in.png", "in.png"],
+            },
+            context={"session_id": "p-1"},
+        )
         nul = await yard.run("paths", {"image": "a\x00b"}, context={"session_id": "p-1"})
-        other = await yard.run("paths", {"image": str(home / "workspaces" / "p-2" / "x.png")},
-                               context={"session_id": "p-1"})
+        other = await yard.run(
+            "paths", {"image": str(home / "workspaces" / "p-2" / "x.png")}, context={"session_id": "p-1"}
+        )
     got = env["got"]
     assert got["image"] == str(ws / "in.png") and got["output"] == str(ws / "out.mp4")
     assert got["files"][0] == str(ws / "passwd") and got["files"][1] == str(ws / "secrets.txt")

@@ -19,6 +19,10 @@ def _float_env(name: str, default: float) -> float:
         raise SkillyardError(f"{name}={value!r} is not a number; set it to seconds, e.g. {name}={default:g}") from None
 
 
+def _flag_env(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved once per SkillYard; environment variables override defaults."""
@@ -44,7 +48,7 @@ class Settings:
             subprocess_timeout=_float_env("SKILLYARD_SUBPROCESS_TIMEOUT", 60.0),
             wall_clock=_float_env("SKILLYARD_WALL_CLOCK", 240.0),
             rescan_interval=_float_env("SKILLYARD_RESCAN_INTERVAL", 0.0),
-            allow_private_urls=os.environ.get("SKILLYARD_ALLOW_PRIVATE_URLS", "").strip().lower() in ("1", "true", "yes"),
+            allow_private_urls=_flag_env("SKILLYARD_ALLOW_PRIVATE_URLS"),
             max_download_bytes=int(_float_env("SKILLYARD_MAX_DOWNLOAD_MB", 200.0) * 1024 * 1024),
             secret_key=os.environ.get("SKILLYARD_SECRET_KEY") or None,
         )

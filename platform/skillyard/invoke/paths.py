@@ -175,7 +175,9 @@ def normalize_paths(input: dict[str, Any], workspace: Path, workspaces_root: Pat
         if isinstance(value, str):
             result[field] = _normalize(field, value, place)
         elif isinstance(value, list):  # arrays of paths are de-duplicated once normalized (§3.3)
-            result[field] = _dedup([_normalize(field, item, place) if isinstance(item, str) else item for item in value])
+            result[field] = _dedup(
+                [_normalize(field, item, place) if isinstance(item, str) else item for item in value]
+            )
     return result
 
 
