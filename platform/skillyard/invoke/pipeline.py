@@ -158,7 +158,6 @@ async def _context(
     session = ctx["session_id"] or "default"
     check_session_id(session)
     ctx["workspace_dir"] = yard.workspace(session, ctx["workspace_dir"] or None)
-    ctx["_workspaces_root"] = str(yard.settings.workspaces_root)
     if not ctx["attachments"] and ctx["session_id"]:
         ctx["attachments"] = await yard.attachments_for(ctx["session_id"], turn)
     if depth == 0 and ctx["channel_registry"] is None and ctx["channel"]:
@@ -212,7 +211,7 @@ async def execute(
         data, envelope = prepare_input(skill, sub, input, configs)
     if envelope is None:
         ctx = await _context(yard, skill, given, configs, depth, turn)
-        data, envelope = _place_files(skill, data, ctx)
+        data, envelope = _place_files(yard, skill, data, ctx)
     if envelope is None:
         run = Run(yard, skill, sub, data, ctx, turn, depth)
         if depth == 0 and runs_in_background(skill, ctx):
@@ -235,7 +234,7 @@ async def finish_run(yard: SkillYard, run: Run) -> dict[str, Any]:
 
 
 def _place_files(
-    skill: Skill, data: dict[str, Any], ctx: dict[str, Any]
+    yard: SkillYard, skill: Skill, data: dict[str, Any], ctx: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """§3.3: attachment references become paths, model-built paths land in the session workspace."""
     refs = {a["ref"]: a["local_path"] for a in ctx["attachments"] if a.get("ref") and a.get("local_path")}
@@ -244,14 +243,9 @@ def _place_files(
     if PATH_FIELDS.isdisjoint(data):
         return data, None
     try:
-        return normalize_paths(data, Path(ctx["workspace_dir"]), yard_workspaces(ctx)), None
+        return normalize_paths(data, Path(ctx["workspace_dir"]), yard.settings.workspaces_root), None
     except InputPathError as exc:
         return data, env_mod.failure(skill.name, str(exc), need_param=exc.field, error_type="recoverable")
-
-
-def yard_workspaces(ctx: Mapping[str, Any]) -> Path:
-    """The folder holding every session's workspace (other sessions' files are off limits)."""
-    return Path(ctx["_workspaces_root"])
 
 
 async def _execute(yard: SkillYard, run: Run) -> dict[str, Any]:
