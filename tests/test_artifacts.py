@@ -436,3 +436,12 @@ async def test_a_symlink_out_of_the_workspace_is_refused(make_skill, yard_for, h
     async with yard_for() as yard:
         env = await yard.run("paths", {"image": "link.png"}, context={"session_id": "p-3"})
     assert env["ok"] is False and env["need_param"] == "image"
+
+
+def test_display_block_unpacks():
+    from skillyard.outputs.display import DisplayMerge
+
+    merge = DisplayMerge()
+    merge.add({"display_md": "X", "display_only": True})
+    markdown, replaces = merge.render("web_admin")
+    assert (markdown, replaces) == ("X", True)

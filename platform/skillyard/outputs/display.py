@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..catalog.requires import as_bool
 
@@ -12,9 +12,9 @@ from ..catalog.requires import as_bool
 RICH_CHANNELS = frozenset({"web", "web_admin"})
 
 
-@dataclass(frozen=True)
-class DisplayBlock:
-    """What to show for a turn: the merged markdown, and whether it replaces the model's own text."""
+class DisplayBlock(NamedTuple):
+    """What to show for a turn: the merged markdown, and whether it replaces the model's own text
+    (``markdown, replaces = turn.display_md()`` works too)."""
 
     markdown: str
     replaces_text: bool
