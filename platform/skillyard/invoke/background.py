@@ -64,8 +64,7 @@ def dispatch_background(yard: SkillYard, run: Run, configs: dict[str, Any]) -> d
         except Exception:  # the acknowledgement is already sent; make sure the failure is seen
             log.exception("background run of %r crashed", run.skill.name)
             envelope = {"ok": False, "error": f"{run.skill.name} crashed in the background"}
-        files = [item for item in _artifact_items(envelope)]
-        delivered = await yard.channels.deliver(ctx, _summary(envelope, run.skill.name), files)
+        delivered = await yard.channels.deliver(ctx, _summary(envelope, run.skill.name), _artifact_items(envelope))
         log.info("background run of %r finished (ok=%s, delivered=%s)", run.skill.name, envelope.get("ok"), delivered)
 
     yard.background.start(background())
