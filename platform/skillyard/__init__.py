@@ -5,6 +5,7 @@ from .errors import InvalidInput, SkillyardError, StorageError, UnknownExecType,
 from .hookspecs import hookimpl
 from .invoke.budget import Turn
 from .invoke.identity import current_department, department_path, identity_org_id
+from .outputs.safe_write import UnsafePath, safe_write
 from .yard import SkillYard
 
 __all__ = [
@@ -16,8 +17,10 @@ __all__ = [
     "Turn",
     "UnknownExecType",
     "UnknownSkill",
+    "UnsafePath",
     "current_department",
     "department_path",
     "hookimpl",
     "identity_org_id",
+    "safe_write",
 ]
