@@ -1,0 +1,355 @@
+"""The datatable skill's permission model (skills/datatable/permissions.py, spec §7.2), on real PostgreSQL.
+
+Row-level security is proved under a NOLOGIN, non-superuser role reached with ``SET LOCAL ROLE`` (superusers always
+bypass row-level security, FORCE or not).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import pytest
+
+from datatable_support import load_datatable_module
+
+perms = load_datatable_module("permissions")
+store = load_datatable_module("store")
+rows = load_datatable_module("rows")
+dispatch = load_datatable_module("dispatch")
+Condition = load_datatable_module("filters").Condition
+
+FIELDS = [{"title": "事项", "uidt": "文本"}, {"title": "负责人", "uidt": "文本"}, {"title": "金额", "uidt": "数字"}]
+DATA = [
+    {"事项": "a", "负责人": "E1", "金额": 1},
+    {"事项": "b", "负责人": "E1", "金额": 2},
+    {"事项": "c", "负责人": "E2", "金额": 3},
+    {"事项": "d", "负责人": None, "金额": 4},
+]
+
+
+@pytest.fixture
+async def conn(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    connection = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        yield connection
+    finally:
+        await connection.close()
+
+
+@pytest.fixture
+async def schema(conn: asyncpg.Connection) -> AsyncIterator[str]:
+    name = store.schema_for("Perm" + uuid.uuid4().hex[:12])
+    try:
+        yield name
+    finally:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+@pytest.fixture
+async def table(conn: asyncpg.Connection, schema: str) -> Any:
+    created = await store.create_table(conn, schema, "任务", FIELDS)
+    info = await store.resolve_table(conn, schema, created["id"])
+    result = await rows.insert_batch(conn, info, DATA)
+    assert result["inserted"] == 4, result
+    return info
+
+
+@pytest.fixture
+async def pg_role(conn: asyncpg.Connection, schema: str, table: Any) -> AsyncIterator[str]:
+    """A NOLOGIN non-superuser role with DML on the schema's tables."""
+    role = f"dt_perm_{uuid.uuid4().hex[:10]}"
+    await conn.execute(f'CREATE ROLE "{role}" NOLOGIN NOSUPERUSER NOBYPASSRLS')
+    await conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+    await conn.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+    await conn.execute(f'GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role}"')
+    try:
+        yield role
+    finally:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await conn.execute(f'DROP OWNED BY "{role}" CASCADE')
+        await conn.execute(f'DROP ROLE "{role}"')
+
+
+async def _access(conn: asyncpg.Connection, schema: str, table: Any, action: str, roles: list[str], **kw: Any):
+    kw.setdefault("team_role", "member")
+    kw.setdefault("allow_sql", True)
+    return await perms.check_access(conn, schema, table=table, action=action, roles=roles, **kw)
+
+
+async def _seen(conn: asyncpg.Connection, table: Any, role: str, emp_no: str | None, all_rows: bool = False):
+    """The 事项 values ``role`` sees with the given actor settings (inside a rolled-back transaction)."""
+    tr = conn.transaction()
+    await tr.start()
+    try:
+        await perms.set_actor(conn, emp_no, all_rows=all_rows)
+        await conn.execute(f'SET LOCAL ROLE "{role}"')
+        return sorted(r["事项"] for r in await conn.fetch(f"SELECT 事项 FROM {table.qualified}"))
+    finally:
+        await tr.rollback()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# vocabulary
+
+
+def test_action_sets_cover_dispatch_actions() -> None:
+    every = perms.STRUCTURE_ACTIONS | perms.SQL_ACTIONS | perms.READ_ACTIONS | perms.WRITE_ACTIONS
+    assert every | {"list_tables"} == set(dispatch.ACTIONS)
+    assert perms.parse_ops(["read"]) == perms.READ_ACTIONS
+    assert perms.parse_ops("read, insert") == perms.READ_ACTIONS | {"insert"}
+    assert perms.parse_ops(["ALL"]) == perms.READ_ACTIONS | perms.WRITE_ACTIONS
+    assert perms.parse_ops([]) == frozenset()
+    for bad in (["sql_query"], ["create_table"], ["fly"], 3):
+        with pytest.raises(perms.PermissionDenied) as info:
+            perms.parse_ops(bad)
+        assert info.value.need_param == "ops"
+    assert issubclass(perms.PermissionDenied, store.StoreError)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# table level
+
+
+async def test_open_by_default(conn: asyncpg.Connection, schema: str, table: Any) -> None:
+    for action in ("query", "insert", "delete_by", "list_columns"):
+        access = await _access(conn, schema, table, action, ["sales"])
+        assert access == perms.Access(True, "all", None, None)
+    assert await perms.list_grants(conn, schema) == []
+    assert await perms.own_scoped_tables(conn, schema, ["sales"]) == frozenset()
+
+
+async def test_grants_are_exceptions(conn: asyncpg.Connection, schema: str, table: Any) -> None:
+    g = await perms.grant(conn, schema, table_id_or_name="任务", role="sales", ops=["read"])
+    assert g == perms.Grant(table.id, "任务", "sales", perms.READ_ACTIONS, "all", None)
+    assert (await _access(conn, schema, table, "query", ["sales"])).allowed
+    denied = await _access(conn, schema, table, "insert", ["sales"])
+    assert not denied.allowed
+    assert "skillyard datatable grant" in denied.reason and "任务" in denied.reason
+    # another table without grants stays open
+    other = await store.create_table(conn, schema, "其他", FIELDS)
+    other_info = await store.resolve_table(conn, schema, other["id"])
+    assert (await _access(conn, schema, other_info, "insert", ["sales"])).allowed
+    # upsert per (table, role)
+    await perms.grant(conn, schema, table_id_or_name=table.id, role="sales", ops=["write"])
+    assert [x.ops for x in await perms.list_grants(conn, schema)] == [perms.WRITE_ACTIONS]
+    assert not (await _access(conn, schema, table, "query", ["sales"])).allowed
+    assert await perms.revoke(conn, schema, table_id_or_name="任务", role="sales") is True
+    assert await perms.revoke(conn, schema, table_id_or_name="任务", role="sales") is False
+    assert (await _access(conn, schema, table, "query", ["sales"])).allowed
+
+
+async def test_unconfigured_role_opens_the_table(conn: asyncpg.Connection, schema: str, table: Any) -> None:
+    await perms.grant(conn, schema, table_id_or_name="任务", role="sales", ops=[])
+    assert not (await _access(conn, schema, table, "query", ["sales"])).allowed
+    assert (await _access(conn, schema, table, "query", ["hr"])).allowed  # hr has no row: open
+    assert (await _access(conn, schema, table, "delete_by", ["sales", "hr"])).allowed  # one unconfigured role
+    assert (await _access(conn, schema, table, "delete_by", [])).allowed  # no roles: unconfigured
+
+
+async def test_union_of_ops_and_widest_scope(conn: asyncpg.Connection, schema: str, table: Any) -> None:
+    await perms.grant(
+        conn, schema, table_id_or_name="任务", role="a", ops=["query"], row_scope="own", owner_field="负责人"
+    )
+    await perms.grant(conn, schema, table_id_or_name="任务", role="b", ops=["insert", "query"])
+    await perms.grant(conn, schema, table_id_or_name="任务", role="c", ops=["read", "update"], row_scope="own",
+                      owner_field="负责人")  # fmt: skip
+    own = perms.Access(True, "own", "负责人", None)
+    assert await _access(conn, schema, table, "query", ["a"]) == own
+    assert await _access(conn, schema, table, "query", ["a", "b"]) == perms.Access(True)  # all beats own
+    assert await _access(conn, schema, table, "insert", ["a", "b"]) == perms.Access(True)
+    assert await _access(conn, schema, table, "update", ["a", "c"]) == own  # union: c brings update
+    assert not (await _access(conn, schema, table, "delete", ["a", "b", "c"])).allowed
+    # the role with scope all only widens the actions it was granted
+    assert await _access(conn, schema, table, "update", ["b", "c"]) == own
+    grants = await perms.list_grants(conn, schema)
+    assert [(x.role, x.row_scope, x.owner_field) for x in grants] == [
+        ("a", "own", "负责人"),
+        ("b", "all", None),
+        ("c", "own", "负责人"),
+    ]
+
+
+async def test_structure_needs_owner_or_admin(conn: asyncpg.Connection, schema: str, table: Any) -> None:
+    for action in perms.STRUCTURE_ACTIONS:
+        for team_role in ("owner", "admin", "Admin"):
+            assert (await _access(conn, schema, table, action, [], team_role=team_role)).allowed
+        for team_role in ("member", "", None):
+            access = await _access(conn, schema, table, action, [], team_role=team_role)
+            assert not access.allowed and "owner or admin" in access.reason
+    assert (await _access(conn, schema, None, "create_table", ["x"], team_role="admin")).allowed
+
+
+async def test_sql_needs_allow_sql(conn: asyncpg.Connection, schema: str) -> None:
+    for action in perms.SQL_ACTIONS:
+        assert (await _access(conn, schema, None, action, ["x"])).allowed
+        access = await _access(conn, schema, None, action, ["x"], allow_sql=False)
+        assert not access.allowed and "allow_sql" in access.reason
+    assert (await _access(conn, schema, None, "list_tables", ["x"])).allowed
+    assert not (await _access(conn, schema, None, "fly", ["x"])).allowed
+
+
+async def test_owner_field_must_exist(conn: asyncpg.Connection, schema: str, table: Any) -> None:
+    async def bad(**kw: Any) -> str:
+        with pytest.raises(perms.PermissionDenied) as info:
+            await perms.grant(conn, schema, table_id_or_name="任务", role="r", ops=["read"], **kw)
+        return str(info.value)
+
+    assert "owner_field" in await bad(row_scope="own")
+    assert "no field '工号'" in await bad(row_scope="own", owner_field="工号")
+    assert "type 数字" in await bad(row_scope="own", owner_field="金额")
+    assert "'all' or 'own'" in await bad(row_scope="mine")
+    with pytest.raises(store.StoreError):
+        await perms.grant(conn, schema, table_id_or_name="不存在", role="r", ops=["read"])
+    assert await perms.list_grants(conn, schema) == []
+    # one owner field per table
+    await perms.grant(
+        conn, schema, table_id_or_name="任务", role="r", ops=["read"], row_scope="own", owner_field="负责人"
+    )
+    with pytest.raises(perms.PermissionDenied, match="another owner field"):
+        await perms.grant(conn, schema, table_id_or_name="任务", role="r2", ops=["read"], row_scope="own",
+                          owner_field="事项")  # fmt: skip
+    # the owner field renamed later: refused (fail closed) until granted again
+    await store.update_field(conn, schema, table.id, "负责人", {"title": "经办人"})
+    access = await _access(conn, schema, table, "query", ["r"])
+    assert not access.allowed and "no longer exists" in access.reason
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# row scope own
+
+
+def test_own_scope_conditions_and_stamp() -> None:
+    own = perms.Access(True, "own", "负责人", None)
+    assert perms.own_scope(own, {"actor_emp_no": "E1", "emp_no": "E9"}) == (
+        [Condition("负责人", "eq", "E1")],
+        {"负责人": "E1"},
+    )
+    assert perms.own_scope(own, {"emp_no": " E9 "}) == ([Condition("负责人", "eq", "E9")], {"负责人": "E9"})
+    assert perms.own_scope(own, {"actor_emp_no": "", "emp_no": 42}) == (
+        [Condition("负责人", "eq", "42")],
+        {"负责人": "42"},
+    )
+    for ctx in ({}, None, {"actor_emp_no": "  "}, {"emp_no": True}, {"user_id": "E1"}):
+        with pytest.raises(perms.PermissionDenied) as info:
+            perms.own_scope(own, ctx)
+        assert info.value.error_type == "config" and "employee number" in str(info.value)
+    assert perms.own_scope(perms.Access(True), {}) == ([], {})
+    with pytest.raises(perms.PermissionDenied):
+        perms.own_scope(perms.Access(False, reason="no"), {"emp_no": "E1"})
+    assert perms.protected_fields(own) == {"负责人"}
+    assert perms.protected_fields(perms.Access(True)) == frozenset()
+
+
+async def test_own_scope_drives_the_row_functions(conn: asyncpg.Connection, schema: str, table: Any) -> None:
+    await perms.grant(
+        conn, schema, table_id_or_name="任务", role="r", ops=["all"], row_scope="own", owner_field="负责人"
+    )
+    access = await _access(conn, schema, table, "query", ["r"])
+    extra, stamp = perms.own_scope(access, {"actor_emp_no": "E1"})
+    result = await rows.query(conn, table, extra_conditions=extra, sort="事项")
+    assert [r["事项"] for r in result["list"]] == ["a", "b"]
+    record = await rows.insert(conn, table, {"事项": "e", "负责人": "E2"}, stamp=stamp)
+    assert record["负责人"] == "E1"
+    assert await rows.count_matching(conn, table, None, extra) == 3
+    with pytest.raises(rows.RowsError):
+        await rows.update(conn, table, record["id"], {"负责人": "E2"}, extra_conditions=extra,
+                          protected=perms.protected_fields(access))  # fmt: skip
+
+
+async def test_own_scoped_tables(conn: asyncpg.Connection, schema: str, table: Any) -> None:
+    other = await store.create_table(conn, schema, "其他", FIELDS)
+    await perms.grant(
+        conn, schema, table_id_or_name="任务", role="r", ops=["read"], row_scope="own", owner_field="负责人"
+    )
+    await perms.grant(conn, schema, table_id_or_name="任务", role="boss", ops=["all"])
+    await perms.grant(conn, schema, table_id_or_name=other["id"], role="r", ops=["query"])
+    assert await perms.own_scoped_tables(conn, schema, ["r"]) == {"任务"}
+    assert await perms.own_scoped_tables(conn, schema, ["r", "boss"]) == frozenset()  # all beats own
+    assert await perms.own_scoped_tables(conn, schema, ["r", "hr"]) == frozenset()  # hr unconfigured: open
+    assert await perms.own_scoped_tables(conn, schema, []) == frozenset()
+    forbidden = await perms.sql_forbidden_tables(conn, schema, ["r"])
+    assert {"任务", "其他", "_dt_grants", "_dt_tables", "_dt_fields"} <= forbidden  # 其他: r may only query
+    assert "任务" not in await perms.sql_forbidden_tables(conn, schema, ["boss"])
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# row-level security
+
+
+async def _rls_flags(conn: asyncpg.Connection, table: Any) -> tuple[bool, bool, int]:
+    row = await conn.fetchrow(
+        """SELECT c.relrowsecurity, c.relforcerowsecurity,
+                  (SELECT count(*) FROM pg_policy p WHERE p.polrelid = c.oid) AS policies
+           FROM pg_class c WHERE c.oid = $1::regclass""",
+        table.qualified,
+    )
+    return row["relrowsecurity"], row["relforcerowsecurity"], row["policies"]
+
+
+async def test_rls_filters_rows_for_a_non_superuser(
+    conn: asyncpg.Connection, schema: str, table: Any, pg_role: str, database_url: str
+) -> None:
+    assert await _rls_flags(conn, table) == (False, False, 0)
+    assert await _seen(conn, table, pg_role, None) == ["a", "b", "c", "d"]  # no own grant: no policy
+    await perms.grant(
+        conn, schema, table_id_or_name="任务", role="r", ops=["read"], row_scope="own", owner_field="负责人"
+    )
+    assert await _rls_flags(conn, table) == (True, True, 1)
+    assert await _seen(conn, table, pg_role, "E1") == ["a", "b"]
+    assert await _seen(conn, table, pg_role, "E2") == ["c"]
+    assert await _seen(conn, table, pg_role, None) == []  # no setting: no rows
+    assert await _seen(conn, table, pg_role, "") == []
+    assert await _seen(conn, table, pg_role, None, all_rows=True) == ["a", "b", "c", "d"]
+    # a session that never set anything
+    fresh = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        async with fresh.transaction():
+            await fresh.execute(f'SET LOCAL ROLE "{pg_role}"')
+            assert await fresh.fetchval("SELECT current_setting('skillyard.emp_no', true)") is None
+            assert await fresh.fetchval(f"SELECT count(*) FROM {table.qualified}") == 0
+    finally:
+        await fresh.close()
+    # WITH CHECK: writing a row for someone else is refused
+    tr = conn.transaction()
+    await tr.start()
+    try:
+        await perms.set_actor(conn, "E1")
+        await conn.execute(f'SET LOCAL ROLE "{pg_role}"')
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.execute(f"INSERT INTO {table.qualified} (事项, 负责人) VALUES ('x', 'E2')")
+    finally:
+        await tr.rollback()
+    # SET LOCAL: nothing survives the transaction
+    assert await _seen(conn, table, pg_role, None) == []
+    # revoking the last own grant takes the policy away
+    await perms.revoke(conn, schema, table_id_or_name="任务", role="r")
+    assert await _rls_flags(conn, table) == (False, False, 0)
+    assert await _seen(conn, table, pg_role, None) == ["a", "b", "c", "d"]
+
+
+async def test_force_covers_the_table_owner(conn: asyncpg.Connection, schema: str, table: Any, pg_role: str) -> None:
+    await perms.grant(
+        conn, schema, table_id_or_name="任务", role="r", ops=["read"], row_scope="own", owner_field="负责人"
+    )
+    await conn.execute(f'ALTER TABLE {table.qualified} OWNER TO "{pg_role}"')
+    assert not await conn.fetchval("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = $1", pg_role)
+    assert await _seen(conn, table, pg_role, "E2") == ["c"]  # the owner is filtered too (FORCE)
+    if await conn.fetchval("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"):
+        # documented limit: superusers bypass row-level security even when it is forced
+        assert await conn.fetchval(f"SELECT count(*) FROM {table.qualified}") == 4
+
+
+async def test_set_actor_needs_a_transaction(conn: asyncpg.Connection) -> None:
+    with pytest.raises(perms.PermissionDenied, match="transaction"):
+        await perms.set_actor(conn, "E1")
+
+
+async def test_grants_table_is_idempotent_and_cascades(conn: asyncpg.Connection, schema: str, table: Any) -> None:
+    await perms.ensure_grants_table(conn, schema)
+    await perms.ensure_grants_table(conn, schema)
+    await perms.grant(conn, schema, table_id_or_name="任务", role="r", ops=["read"])
+    await store.delete_table(conn, schema, table.id)
+    assert await perms.list_grants(conn, schema) == []
