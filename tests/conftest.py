@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import tempfile
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,20 @@ def database_url() -> Iterator[str]:
             yield str(server.get_uri(driver="asyncpg"))
         finally:
             server.cleanup()
+
+
+@pytest.fixture
+async def conn(database_url: str) -> AsyncIterator[Any]:
+    """A raw asyncpg connection to the session's PostgreSQL (for the datatable modules, which speak asyncpg)."""
+    import asyncpg
+
+    from datatable_support import asyncpg_dsn
+
+    connection = await asyncpg.connect(asyncpg_dsn(database_url))
+    try:
+        yield connection
+    finally:
+        await connection.close()
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,11 @@ PACKAGE = "datatable_skill"
 FOLDER = Path(__file__).resolve().parent.parent / "skills" / "datatable"
 
 
+def asyncpg_dsn(database_url: str) -> str:
+    """The session's database URL as asyncpg wants it (no SQLAlchemy driver suffix)."""
+    return database_url.replace("postgresql+asyncpg://", "postgresql://")
+
+
 def _package() -> ModuleType:
     package = sys.modules.get(PACKAGE)
     if package is None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import AsyncIterator
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -38,19 +37,6 @@ UNIQUE_FIELDS: list[dict[str, Any]] = [
     {"title": "编号", "uidt": "文本", "unique": True},
     {"title": "值", "uidt": "整数"},
 ]
-
-
-def _dsn(database_url: str) -> str:
-    return database_url.replace("postgresql+asyncpg://", "postgresql://")
-
-
-@pytest.fixture
-async def conn(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(_dsn(database_url))
-    try:
-        yield connection
-    finally:
-        await connection.close()
 
 
 @pytest.fixture

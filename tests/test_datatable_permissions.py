@@ -13,7 +13,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from datatable_support import load_datatable_module
+from datatable_support import asyncpg_dsn, load_datatable_module
 
 perms = load_datatable_module("permissions")
 store = load_datatable_module("store")
@@ -28,15 +28,6 @@ DATA = [
     {"事项": "c", "负责人": "E2", "金额": 3},
     {"事项": "d", "负责人": None, "金额": 4},
 ]
-
-
-@pytest.fixture
-async def conn(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
-    try:
-        yield connection
-    finally:
-        await connection.close()
 
 
 @pytest.fixture
@@ -304,7 +295,7 @@ async def test_rls_filters_rows_for_a_non_superuser(
     assert await _seen(conn, table, pg_role, "") == []
     assert await _seen(conn, table, pg_role, None, all_rows=True) == ["a", "b", "c", "d"]
     # a session that never set anything
-    fresh = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
+    fresh = await asyncpg.connect(asyncpg_dsn(database_url))
     try:
         async with fresh.transaction():
             await fresh.execute(f'SET LOCAL ROLE "{pg_role}"')

@@ -5,32 +5,18 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
 import pytest
 
-from datatable_support import load_datatable_module
+from datatable_support import asyncpg_dsn, load_datatable_module
 
 store = load_datatable_module("store")
 protection = load_datatable_module("protection")
 StoreError = store.StoreError
 
 PARAMS = {"table_id": "员工", "filters": [{"field": "部门", "op": "eq", "value": "研发"}]}
-
-
-def _dsn(database_url: str) -> str:
-    return database_url.replace("postgresql+asyncpg://", "postgresql://")
-
-
-@pytest.fixture
-async def conn(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(_dsn(database_url))
-    try:
-        yield connection
-    finally:
-        await connection.close()
 
 
 @pytest.fixture
@@ -157,7 +143,7 @@ async def test_another_connection_honours_token(database_url: str, conn: asyncpg
     token = (await protection.issue_token(conn, schema, "delete_batch", {"row_ids": list(range(1, 30))}, 29))[
         "confirm_token"
     ]
-    other = await asyncpg.connect(_dsn(database_url))
+    other = await asyncpg.connect(asyncpg_dsn(database_url))
     try:
         await protection.redeem_token(other, schema, token, "delete_batch", {"row_ids": list(range(1, 30))})
     finally:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -50,19 +49,6 @@ PEOPLE: list[dict[str, Any]] = [
     {"姓名": "赵六_%", "工号": 4, "薪资": 15000, "部门": "行政", "技能": ["Python"], "负责人": "u2"},
     {"姓名": "孙七", "工号": 5, "在职": True, "部门": "销售", "负责人": "u2"},
 ]
-
-
-def _dsn(database_url: str) -> str:
-    return database_url.replace("postgresql+asyncpg://", "postgresql://")
-
-
-@pytest.fixture
-async def conn(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(_dsn(database_url))
-    try:
-        yield connection
-    finally:
-        await connection.close()
 
 
 @pytest.fixture

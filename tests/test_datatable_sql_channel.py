@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from datatable_support import load_datatable_module
+from datatable_support import asyncpg_dsn, load_datatable_module
 
 channel = load_datatable_module("sql_channel")
 SqlChannelError = channel.SqlChannelError
@@ -44,15 +44,6 @@ async def _drop(conn: asyncpg.Connection, schema: str) -> None:
     if await conn.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", role):
         await conn.execute(f'DROP OWNED BY "{role}" CASCADE')
         await conn.execute(f'DROP ROLE "{role}"')
-
-
-@pytest.fixture
-async def conn(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
-    try:
-        yield connection
-    finally:
-        await connection.close()
 
 
 @pytest.fixture
@@ -439,7 +430,7 @@ async def platform_user(conn: asyncpg.Connection, database_url: str) -> AsyncIte
         await conn.execute(f'CREATE ROLE "{user}" LOGIN {"CREATEROLE" if createrole else ""}')
         await conn.execute(f'CREATE SCHEMA "{schema}" AUTHORIZATION "{user}"')
         await conn.execute(f'GRANT CONNECT, TEMPORARY ON DATABASE "{conn._params.database}" TO "{user}"')
-        dsn = database_url.replace("postgresql+asyncpg://", "postgresql://")
+        dsn = asyncpg_dsn(database_url)
         user_conn = await asyncpg.connect(dsn, user=user)
         made.append((user, schema, user_conn))
         await user_conn.execute(

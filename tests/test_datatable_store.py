@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
 import pytest
 
-from datatable_support import load_datatable_module
+from datatable_support import asyncpg_dsn, load_datatable_module
 
 store = load_datatable_module("store")
 StoreError = store.StoreError
@@ -56,19 +55,6 @@ EXPECTED_TYPES = {
     "主页": "text",
     "扩展": "text",
 }
-
-
-def _dsn(database_url: str) -> str:
-    return database_url.replace("postgresql+asyncpg://", "postgresql://")
-
-
-@pytest.fixture
-async def conn(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(_dsn(database_url))
-    try:
-        yield connection
-    finally:
-        await connection.close()
 
 
 @pytest.fixture
@@ -142,7 +128,7 @@ async def test_ensure_schema_twice(conn: asyncpg.Connection, schema: str) -> Non
 
 
 async def test_ensure_schema_concurrently(database_url: str, schema: str) -> None:
-    connections = [await asyncpg.connect(_dsn(database_url)) for _ in range(6)]
+    connections = [await asyncpg.connect(asyncpg_dsn(database_url)) for _ in range(6)]
     try:
         await asyncio.gather(*(store.ensure_schema(c, schema) for c in connections))
         assert await store.list_tables(connections[0], schema) == []
@@ -211,7 +197,7 @@ async def test_create_table_already_exists(conn: asyncpg.Connection, schema: str
 
 
 async def test_create_table_concurrently_same_title(database_url: str, schema: str) -> None:
-    connections = [await asyncpg.connect(_dsn(database_url)) for _ in range(4)]
+    connections = [await asyncpg.connect(asyncpg_dsn(database_url)) for _ in range(4)]
     try:
         results = await asyncio.gather(
             *(store.create_table(c, schema, "订单", [{"title": "金额", "uidt": "金额"}]) for c in connections)

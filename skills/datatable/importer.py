@@ -51,7 +51,7 @@ from typing import Any
 import asyncpg
 
 from .fields import FieldDef, FieldError, RowValidator
-from .rows import MAX_ERRORS, RowsError, classify
+from .rows import RowErrors, RowsError, classify
 from .store import StoreError, TableInfo, load_fields, quote_ident
 
 __all__ = ["CHUNK_ROWS", "MAX_FILE_BYTES", "insert_from_file"]
@@ -62,19 +62,6 @@ CHUNK_ROWS = 5000
 MAX_FILE_BYTES = 512 * 1024 * 1024
 _ROW_LEVEL = ("22", "23")
 _REQUIRED = ": required; give a value"
-
-
-class _Errors:
-    __slots__ = ("failed", "items")
-
-    def __init__(self) -> None:
-        self.items: list[dict[str, Any]] = []
-        self.failed = 0
-
-    def add(self, row: int, message: str) -> None:
-        self.failed += 1
-        if len(self.items) < MAX_ERRORS:
-            self.items.append({"row": row, "error": message})
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -276,7 +263,7 @@ class _Prepared:
         self.mapping = mapping
         self.defaults = defaults
         self.forced = forced
-        self.errors = _Errors()
+        self.errors = RowErrors()
         self.empty = 0
         self.valid = 0
         self.dropped: dict[str, None] = {}
@@ -367,7 +354,7 @@ async def _has_unique(conn: asyncpg.Connection, table: TableInfo) -> bool:
 
 
 async def _reject_duplicates(
-    conn: asyncpg.Connection, table: TableInfo, staging: str, unique: list[str], errors: _Errors
+    conn: asyncpg.Connection, table: TableInfo, staging: str, unique: list[str], errors: RowErrors
 ) -> None:
     """Remove staged rows whose unique values exist in the table or repeat an earlier staged row; report them."""
     for field in unique:
@@ -399,7 +386,7 @@ async def _move_one_by_one(
     staging: str,
     new_ids: str,
     conflict: str,
-    errors: _Errors,
+    errors: RowErrors,
 ) -> tuple[int, int]:
     """(inserted, skipped as conflicts) writing the staged rows one by one, each in its own savepoint."""
     cols = ", ".join(map(quote_ident, columns))

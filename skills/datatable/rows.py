@@ -610,7 +610,11 @@ def _batch_list(records: Any, what: str) -> list[Any]:
     return list(records)
 
 
-class _Errors:
+class RowErrors:
+    """Per-row errors of a batch: every failure counted, the first MAX_ERRORS listed with 1-based row numbers."""
+
+    __slots__ = ("failed", "items")
+
     def __init__(self) -> None:
         self.items: list[dict[str, Any]] = []
         self.failed = 0
@@ -622,7 +626,7 @@ class _Errors:
 
 
 def _validate_rows(
-    ctx: _Ctx, records: Sequence[Any], *, insert: bool, errors: _Errors
+    ctx: _Ctx, records: Sequence[Any], *, insert: bool, errors: RowErrors
 ) -> tuple[list[tuple[int, dict[str, Any]]], list[str], int]:
     """(valid (row number, values) pairs, dropped names, rows skipped as empty)."""
     valid: list[tuple[int, dict[str, Any]]] = []
@@ -711,7 +715,7 @@ async def insert_batch(
     fields were ignored). Invalid rows are reported (``errors``: ``{row, error}`` with 1-based row numbers, at most
     20) and the valid ones written; empty rows are skipped."""
     rows_in = _batch_list(records, "records")
-    errors = _Errors()
+    errors = RowErrors()
     try:
         ctx = await _ctx(conn, table)
         forced = _stamp(ctx, stamp or {})
@@ -840,7 +844,7 @@ async def upsert(
     inserted instead); ``stamp`` is written on inserted and updated rows. Required fields are not checked (a row may
     turn out to be an update)."""
     rows_in = _batch_list(records, "records")
-    errors = _Errors()
+    errors = RowErrors()
     inserted = updated = 0
     try:
         ctx = await _ctx(conn, table)
