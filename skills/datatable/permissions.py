@@ -72,6 +72,7 @@ import asyncpg
 
 from .dispatch import ACTIONS
 from .filters import Condition
+from .protection import TOKENS_TABLE
 from .sql_channel import role_name
 from .store import META_TABLES, StoreError, TableInfo, ensure_schema, load_fields, quote_ident, resolve_table
 
@@ -573,10 +574,10 @@ async def own_scoped_tables(conn: asyncpg.Connection, schema: str, roles: Sequen
 
 async def sql_forbidden_tables(conn: asyncpg.Connection, schema: str, roles: Sequence[str]) -> frozenset[str]:
     """:func:`own_scoped_tables` plus the tables on which the actor is refused any row action (the SQL channel can
-    do every one of them), plus the skill's metadata tables (``_dt_*``, including :data:`GRANTS_TABLE`)."""
+    do every one of them), plus the skill's own tables (``_dt_*``: metadata, :data:`GRANTS_TABLE`, confirm tokens)."""
     decisions = await _table_decisions(conn, schema, roles)
     limited = {title for title, by_action in decisions.items() if any(d != _ALL for d in by_action.values())}
-    return frozenset({*limited, *META_TABLES, GRANTS_TABLE})
+    return frozenset({*limited, *META_TABLES, GRANTS_TABLE, TOKENS_TABLE})
 
 
 async def set_actor(conn: asyncpg.Connection, emp_no: str | None, *, all_rows: bool = False) -> None:

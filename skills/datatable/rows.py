@@ -278,11 +278,14 @@ def _convert_condition(ctx: _Ctx, cond: Condition) -> Condition:
         raise RowsError(f"filters: {exc}", need_param="filters") from None
 
 
-def _parse_filters(ctx: _Ctx, raw: Any) -> list[Condition]:
+def _parse_filters(ctx: _Ctx, raw: Any, notes: list[str] | None) -> list[Condition]:
+    """The conditions; what parse_filters normalized (e.g. a field-map shape) is appended to ``notes``."""
     try:
-        conditions, _notes = parse_filters(raw, ctx.names)
+        conditions, found = parse_filters(raw, ctx.names)
     except FilterError as exc:
         raise RowsError(str(exc), need_param="filters") from None
+    if notes is not None:
+        notes.extend(found)
     return list(conditions)
 
 
@@ -366,11 +369,12 @@ async def query(
     offset: Any = None,
     fields: Any = None,
     extra_conditions: Sequence[Condition] = (),
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """``{list, pageInfo: {totalRows, page, pageSize, isLastPage}}``; sort default ``-id``, limit 100 (cap 1000)."""
     try:
         ctx = await _ctx(conn, table)
-        conditions = [*_parse_filters(ctx, filters), *_check_extra(ctx, extra_conditions)]
+        conditions = [*_parse_filters(ctx, filters, notes), *_check_extra(ctx, extra_conditions)]
         try:
             sort_field, descending = parse_sort(sort, ctx.names)
             page_size = clamp_limit(limit, default=QUERY_DEFAULT, cap=QUERY_CAP)
@@ -417,6 +421,7 @@ async def aggregate(
     sort: Any = None,
     limit: Any = None,
     extra_conditions: Sequence[Condition] = (),
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """``{rows, group_by, metrics}``: one row per group (or one row without group_by) with the group fields and the
     metric aliases. sort may name a group field or a metric alias (default: group fields ascending); limit 1000
@@ -447,7 +452,7 @@ async def aggregate(
                     f"{metric.op} does not apply to the 勾选 field {metric.field!r}; count with a filter instead",
                     need_param="metrics",
                 )
-        conditions = [*_parse_filters(ctx, filters), *_check_extra(ctx, extra_conditions)]
+        conditions = [*_parse_filters(ctx, filters, notes), *_check_extra(ctx, extra_conditions)]
         where, params = _where(ctx, conditions)
         selects = [quote_ident(g) for g in groups]
         for metric in parsed:
@@ -488,22 +493,28 @@ async def aggregate(
 
 
 async def count_matching(
-    conn: asyncpg.Connection, table: TableInfo, filters: Any, extra_conditions: Sequence[Condition] = ()
+    conn: asyncpg.Connection,
+    table: TableInfo,
+    filters: Any,
+    extra_conditions: Sequence[Condition] = (),
+    notes: list[str] | None = None,
 ) -> int:
     """How many rows the filters (AND row scope) match; empty filters count the whole (scoped) table."""
     try:
         ctx = await _ctx(conn, table)
-        where, params = _where(ctx, [*_parse_filters(ctx, filters), *_check_extra(ctx, extra_conditions)])
+        where, params = _where(ctx, [*_parse_filters(ctx, filters, notes), *_check_extra(ctx, extra_conditions)])
         return int(await conn.fetchval(f"SELECT count(*) FROM {table.qualified}{where}", *params))
     except (asyncpg.PostgresError, asyncpg.InterfaceError, StoreError, FieldError) as exc:
         raise classify(exc) from None
 
 
-def _target(ctx: _Ctx, row_ids: Any, filters: Any, extra: Sequence[Condition], action: str) -> list[Condition]:
+def _target(
+    ctx: _Ctx, row_ids: Any, filters: Any, extra: Sequence[Condition], action: str, notes: list[str] | None
+) -> list[Condition]:
     conditions: list[Condition] = []
     if row_ids is not None and row_ids != [] and row_ids != "":
         conditions.append(Condition("id", "in", _row_ids(ctx, row_ids)))
-    conditions.extend(_parse_filters(ctx, filters))
+    conditions.extend(_parse_filters(ctx, filters, notes))
     if not conditions:
         raise RowsError(
             f"{action} needs row_ids or filters; empty ones are refused so a whole table is never {action}d by mistake",
@@ -519,11 +530,12 @@ async def fetch_rows(
     row_ids: Any = None,
     filters: Any = None,
     extra_conditions: Sequence[Condition] = (),
+    notes: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The full records matched by row_ids and/or filters (AND row scope), in id order (e.g. a delete backup)."""
     try:
         ctx = await _ctx(conn, table)
-        where, params = _where(ctx, _target(ctx, row_ids, filters, extra_conditions, "fetch"))
+        where, params = _where(ctx, _target(ctx, row_ids, filters, extra_conditions, "fetch", notes))
         rows = await conn.fetch(f"SELECT {ctx.select_list()} FROM {table.qualified}{where} ORDER BY id", *params)
     except (asyncpg.PostgresError, asyncpg.InterfaceError, StoreError, FieldError) as exc:
         raise classify(exc) from None
@@ -999,12 +1011,13 @@ async def update_by(
     data: Any,
     *,
     extra_conditions: Sequence[Condition] = (),
+    notes: list[str] | None = None,
     protected: Collection[str] = (),
 ) -> dict[str, Any]:
     """Update every row the filters match (AND row scope): ``{updated}`` (+ ``dropped``). Empty filters are refused."""
     try:
         ctx = await _ctx(conn, table)
-        conditions = _parse_filters(ctx, filters)
+        conditions = _parse_filters(ctx, filters, notes)
         if not conditions:
             raise RowsError(
                 "update_by needs filters; empty filters are refused so a whole table is never changed by mistake",
@@ -1034,11 +1047,12 @@ async def delete_rows(
     row_ids: Any = None,
     filters: Any = None,
     extra_conditions: Sequence[Condition] = (),
+    notes: list[str] | None = None,
 ) -> int:
     """Delete the rows matched by row_ids and/or filters (AND row scope); the number deleted. Both empty: refused."""
     try:
         ctx = await _ctx(conn, table)
-        where, params = _where(ctx, _target(ctx, row_ids, filters, extra_conditions, "delete"))
+        where, params = _where(ctx, _target(ctx, row_ids, filters, extra_conditions, "delete", notes))
         async with conn.transaction():
             status = await conn.execute(f"DELETE FROM {table.qualified}{where}", *params)
     except (asyncpg.PostgresError, asyncpg.InterfaceError, StoreError, FieldError) as exc:

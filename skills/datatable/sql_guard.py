@@ -57,6 +57,8 @@ class CheckedSql:
     sql: str  # the rewritten statement (pglast deparse), every table reference qualified with the org schema
     tables: frozenset[str]  # the (unqualified) table names the statement references (read or written)
     created: str | None  # CREATE TABLE/VIEW: the name created; CREATE INDEX: the table it is on
+    target: str | None = None  # INSERT/UPDATE/DELETE: the table written
+    preview: str | None = None  # DELETE: a SELECT of the rows it would delete (confirmation count and backup, §7.7)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -221,6 +223,10 @@ _EXECUTE_STATEMENTS = (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.Creat
 _QUERY_ONLY_HINT = "sql_query runs only SELECT statements; send INSERT/UPDATE/DELETE/CREATE through sql_execute"
 
 
+#: Tables of the skill's own bookkeeping (metadata, grants, confirm tokens): never reachable on the channel.
+_METADATA_PREFIX = "_dt_"
+
+
 def _refuse(reason: str, code: str) -> SqlRefused:
     return SqlRefused(reason, code)
 
@@ -345,6 +351,12 @@ class _Guard:
                 f"{relname!r} is a PostgreSQL system catalog name: system catalogs and information_schema "
                 "cannot be read on the SQL channel (use list_tables / list_columns)",
                 "schema",
+            )
+        if relname.lower().startswith(_METADATA_PREFIX):
+            raise _refuse(
+                f"{relname!r} is the datatable skill's own metadata (names starting with {_METADATA_PREFIX} are "
+                "reserved): use list_tables / list_columns",
+                "forbidden_table",
             )
         if relname in self.forbidden:
             raise _refuse(
@@ -735,6 +747,24 @@ def _create_view(stmt: ast.ViewStmt, guard: _Guard) -> str:
     return name
 
 
+def _delete_preview(stmt: ast.DeleteStmt) -> ast.SelectStmt:
+    """``[WITH …] SELECT <target>.* FROM <target> [, <USING items>] WHERE <same condition>`` of a routed DELETE.
+
+    Built from the checked tree (never from text), so it reads exactly the rows the DELETE matches; a row joined
+    to several USING rows comes back more than once (the caller de-duplicates by id).
+    """
+    relation = stmt.relation
+    target = relation.alias.aliasname if relation.alias is not None else relation.relname
+    return ast.SelectStmt(
+        withClause=stmt.withClause,
+        targetList=(ast.ResTarget(val=ast.ColumnRef(fields=(ast.String(sval=target), ast.A_Star()))),),
+        fromClause=(relation, *(stmt.usingClause or ())),
+        whereClause=stmt.whereClause,
+        limitOption=enums.LimitOption.LIMIT_OPTION_DEFAULT,
+        op=enums.SetOperation.SETOP_NONE,
+    )
+
+
 def check_sql(sql: str, *, schema: str, mode: str, forbidden_tables: frozenset[str] = frozenset()) -> CheckedSql:
     """Check one statement for the SQL channel and route its tables to ``schema``; raise SqlRefused if refused.
 
@@ -769,6 +799,8 @@ def check_sql(sql: str, *, schema: str, mode: str, forbidden_tables: frozenset[s
             raise _refuse("the SQL holds no statement", "parse_error")
         kind, created = _check_statement(stmt, guard, mode)
         rewritten = RawStream()(stmt)
+        preview = RawStream()(_delete_preview(stmt)) if isinstance(stmt, ast.DeleteStmt) else None
+        target = stmt.relation.relname if isinstance(stmt, ast.InsertStmt | ast.UpdateStmt | ast.DeleteStmt) else None
         # What runs must be what was checked: the deparsed text parses back to the same (routed) tree.
         again = parse_sql(rewritten)
         if len(again) != 1 or again[0].stmt != stmt:
@@ -777,4 +809,11 @@ def check_sql(sql: str, *, schema: str, mode: str, forbidden_tables: frozenset[s
         raise _refuse(f"PostgreSQL cannot parse this statement: {exc}", "parse_error") from None
     except RecursionError:
         raise _refuse("the statement is nested too deeply: simplify it", "too_complex") from None
-    return CheckedSql(kind=kind, sql=rewritten, tables=frozenset(guard.tables), created=created)
+    return CheckedSql(
+        kind=kind,
+        sql=rewritten,
+        tables=frozenset(guard.tables),
+        created=created,
+        target=target,
+        preview=preview,
+    )

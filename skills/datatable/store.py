@@ -43,6 +43,7 @@ __all__ = [
     "StoreError",
     "TableInfo",
     "add_field",
+    "changes_type",
     "create_table",
     "delete_field",
     "delete_table",
@@ -52,6 +53,7 @@ __all__ = [
     "load_fields",
     "quote_ident",
     "raw_connection",
+    "register_sql_table",
     "resolve_table",
     "schema_for",
     "update_field",
@@ -648,3 +650,86 @@ async def update_field(
             new.scale,
         )
     return new.as_dict()
+
+
+async def changes_type(conn: asyncpg.Connection, schema: str, table_id: Any, field_title: Any, patch: Any) -> bool:
+    """Whether an update_field ``patch`` changes the field's type (a destructive change that needs 确认=true).
+
+    A patch that cannot be read is left to :func:`update_field`, which explains what is wrong with it.
+    """
+    if not isinstance(patch, Mapping) or not ("uidt" in patch or "type" in patch):
+        return False
+    table = await resolve_table(conn, schema, table_id)
+    old = _field_def(_find(await _field_rows(conn, schema, table.id), field_title))
+    try:
+        new = _patched(old, patch)
+    except StoreError:
+        return False
+    return (new.uidt, new.pg_type()) != (old.uidt, old.pg_type())
+
+
+#: PostgreSQL column types (format_type without modifiers) → logical types, for tables made on the SQL channel.
+_SQL_TYPES = {
+    "text": "文本",
+    "character varying": "文本",
+    "character": "文本",
+    "smallint": "整数",
+    "integer": "整数",
+    "bigint": "整数",
+    "numeric": "数字",
+    "real": "数字",
+    "double precision": "数字",
+    "date": "日期",
+    "timestamp with time zone": "日期时间",
+    "timestamp without time zone": "日期时间",
+    "time without time zone": "时间",
+    "boolean": "勾选",
+    "text[]": "多选",
+}
+#: precision/scale registered for numeric columns declared without them (and real / double precision).
+UNCONSTRAINED_NUMERIC: tuple[int, int] = (38, 10)
+
+
+async def register_sql_table(conn: asyncpg.Connection, schema: str, title: str) -> dict[str, Any]:
+    """Register a table just made by CREATE TABLE on the SQL channel in the metadata; ``{id, title, fields}``.
+
+    The SQL is the only description of such a table, so its columns' declared types are read once here (from
+    pg_attribute, right after the statement) and mapped onto logical types: text types → 文本, integer types → 整数,
+    numeric(p,s) → 数字 with that precision (numeric without one, real and double precision → 数字
+    :data:`UNCONSTRAINED_NUMERIC`), date/timestamp/time, boolean → 勾选, text[] → 多选; anything else → 文本 (its
+    values are then checked by PostgreSQL on write). UNIQUE constraints on one column are recorded as ``unique``.
+    Afterwards the metadata is the table's description like for any other table.
+    """
+    _check_schema(schema)
+    qualified = _meta(schema, title)
+    columns = await conn.fetch(
+        """SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type, a.atttypmod AS typmod,
+                  EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conrelid = a.attrelid AND c.contype = 'u'
+                          AND c.conkey = ARRAY[a.attnum]) AS is_unique
+           FROM pg_attribute a
+           WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped
+             AND a.attname NOT IN ('id', 'created_at')
+           ORDER BY a.attnum""",
+        qualified,
+    )
+    fields: list[FieldDef] = []
+    for column in columns:
+        uidt = _SQL_TYPES.get(column["type"], "文本")
+        precision = scale = None
+        if uidt == "数字":
+            typmod = column["typmod"]
+            if column["type"] == "numeric" and typmod >= 4:  # numeric's typmod: ((precision << 16) | scale) + 4
+                precision, scale = (typmod - 4) >> 16, (typmod - 4) & 0xFFFF
+            else:
+                precision, scale = UNCONSTRAINED_NUMERIC
+        fields.append(FieldDef(column["name"], uidt, unique=column["is_unique"], precision=precision, scale=scale))
+    await ensure_schema(conn, schema)
+    async with conn.transaction():
+        await _lock(conn, schema)
+        table_id = str(uuid.uuid4())
+        await conn.execute(
+            f"INSERT INTO {_meta(schema, '_dt_tables')} (id, title) VALUES ($1, $2)", uuid.UUID(table_id), title
+        )
+        for position, field in enumerate(fields, start=1):
+            await _insert_field_meta(conn, schema, table_id, uuid.uuid4(), field, position)
+    return {"id": table_id, "title": title, "fields": [f.as_dict() for f in fields]}
