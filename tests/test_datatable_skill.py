@@ -382,3 +382,76 @@ async def test_sql_created_tables_become_ordinary_tables(yard: SkillYard, org: s
     assert read["rows"] == [{"品名": "螺丝", "总价": "500.00"}] and read["row_count"] == 1
     refused = await run(yard, ctx, "sql_query", sql="SELECT * FROM pg_tables")
     assert refused["ok"] is False and refused["error_type"] == "recoverable" and refused["need_param"] == "sql"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Bad input: a clear error, nothing written
+
+
+@pytest.mark.parametrize(
+    ("input", "need_param", "says"),
+    [
+        ({"action": "query", "payload": "{not json"}, "payload", "not valid JSON"),
+        ({"action": "query", "payload": [1, 2]}, "payload", "object"),
+        ({"action": "list"}, "action", "ambiguous"),
+        ({"action": "explode_table"}, "action", "unknown action"),
+        ({"action": 7}, "action", "string"),
+        ({"action": "确认"}, "action", "confirms nothing"),
+    ],
+)
+async def test_unreadable_requests(
+    yard: SkillYard, org: str, input: dict[str, Any], need_param: str, says: str
+) -> None:
+    env = await yard.run("datatable", input, context=context(org))
+    assert env["ok"] is False and env["need_param"] == need_param and says in env["error"], env
+
+
+async def test_bad_parameters_say_what_to_fix(yard: SkillYard, org: str, conn: Any) -> None:
+    ctx = context(org)
+    table_id = await make_table(yard, org, rows=1)
+    cases = [
+        ("insert", {"table_id": table_id}, "data"),
+        ("insert_batch", {"table_id": table_id, "records": "not a list"}, "records"),
+        ("update", {"table_id": table_id, "data": {"姓名": "x"}}, "row_id"),
+        ("aggregate", {"table_id": table_id}, "metrics"),
+        ("upsert", {"table_id": table_id, "records": [{"姓名": "x"}]}, "key_fields"),
+        ("delete_batch", {"table_id": table_id}, "row_ids"),
+        ("insert_from_file", {"table_id": table_id, "file": "../../etc/passwd"}, "file"),
+        ("sql_query", {}, "sql"),
+        ("create_table", {"table_name": "1坏名", "fields": FIELDS}, "table_name"),
+        ("query", {"table_id": table_id, "filters": [{"field": "姓名", "op": "eq", "value": "{name}"}]}, "filters"),
+    ]
+    for action, params, need in cases:
+        env = await run(yard, ctx, action, **params)
+        assert env["ok"] is False and env["error_type"] == "recoverable", (action, env)
+        assert env.get("need_param") == need or need in env["error"], (action, env)
+    assert await conn.fetchval(f'SELECT count(*) FROM org_data_{org}."客户"') == 1
+
+
+async def test_sql_statements_that_try_to_stack_or_escape(yard: SkillYard, org: str, conn: Any) -> None:
+    await make_table(yard, org, rows=2)
+    ctx = context(org)
+    for sql in (
+        "SELECT 1; DROP TABLE 客户",
+        "DELETE FROM 客户",
+        "UPDATE 客户 SET 金额 = 0 WHERE true",
+        "SELECT * FROM public.skill_configs",
+        "SELECT pg_sleep(10)",
+        "COPY 客户 TO '/tmp/x'",
+    ):
+        env = await run(yard, ctx, "sql_execute" if not sql.startswith("SELECT") else "sql_query", sql=sql)
+        assert env["ok"] is False and env["error_code"], (sql, env)
+    assert await conn.fetchval(f'SELECT count(*) FROM org_data_{org}."客户"') == 2
+
+
+async def test_without_a_session_the_handler_says_how_to_run_it(org: str) -> None:
+    from datatable_support import load_datatable_module
+
+    handler = load_datatable_module("handler")
+    env = await handler.execute({"action": "list_tables"}, {"org_id": org})
+    assert env["ok"] is False and env["error_type"] == "config" and "runtime_context['db']" in env["error"]
+
+
+async def test_bad_sql_timeout_config_is_a_config_error(yard: SkillYard, org: str) -> None:
+    env = await run(yard, context(org, skill_configs={"sql_timeout": "soon"}), "sql_query", sql="SELECT 1 AS x")
+    assert env["ok"] is False and env["error_type"] == "config" and "sql_timeout" in env["error"]
