@@ -455,3 +455,13 @@ async def test_without_a_session_the_handler_says_how_to_run_it(org: str) -> Non
 async def test_bad_sql_timeout_config_is_a_config_error(yard: SkillYard, org: str) -> None:
     env = await run(yard, context(org, skill_configs={"sql_timeout": "soon"}), "sql_query", sql="SELECT 1 AS x")
     assert env["ok"] is False and env["error_type"] == "config" and "sql_timeout" in env["error"]
+
+
+async def test_a_table_named_like_a_type_does_not_shadow_it(yard: SkillYard, org: str) -> None:
+    ctx = context(org)
+    made = await run(yard, ctx, "sql_execute", sql="CREATE TABLE timestamptz (名称 text)")
+    assert made["ok"], made  # the follow-up ALTER TABLE … created_at timestamptz still means the built-in type
+    again = await run(yard, ctx, "sql_execute", sql="INSERT INTO timestamptz (名称) VALUES ('a')")
+    assert again["affected"] == 1
+    read = await run(yard, ctx, "sql_query", sql="SELECT 名称, created_at IS NOT NULL AS stamped FROM timestamptz")
+    assert read["rows"] == [{"名称": "a", "stamped": True}]

@@ -126,6 +126,12 @@ ALLOWED_QUERIES: list[tuple[str, str, set[str]]] = [
     ),
     ("select * from t tablesample bernoulli (10)", f"SELECT * FROM {S}.t TABLESAMPLE bernoulli(10)", {"t"}),
     (
+        "select u.v, t.a from t, unnest(array['a']) as u(v), rows from (abs(1) as (n int)) r where r.n = 1",
+        f"SELECT u.v, t.a FROM {S}.t, unnest(ARRAY['a']) AS u (v), ROWS FROM (abs(1) AS (n integer)) AS r "
+        "WHERE r.n = 1",
+        {"t"},
+    ),
+    (
         "select k, v from unnest(array['a', 'b']) with ordinality as x(k, v)",
         "SELECT k, v FROM unnest(ARRAY['a', 'b']) WITH ORDINALITY AS x (k, v)",
         set(),
@@ -471,6 +477,15 @@ ATTACKS: list[tuple[str, str, str]] = [
     (Q, "select t.row_to_json from t", "function"),
     (Q, "select (t).pg_column_size from t", "function"),
     (Q, "select * from t, lateral rows from (pg_sleep(1))", "function"),
+    # field notation calls any one-argument function on a value that is not a row: (x).f, and f on a FROM function
+    (Q, "select ('select 1').ts_stat", "function"),
+    (Q, "select ('is_superuser'::text).current_setting", "function"),
+    (Q, "select (a).to_regclass from t", "function"),
+    (Q, "select u.current_setting from unnest(array['x']) u", "function"),
+    (Q, "select unnest.to_regclass from unnest(array['x'])", "function"),
+    (Q, "select f.lo_creat from abs(1) as f(n)", "function"),
+    (X, "create index _dt_grants on t (a)", "forbidden_table"),
+    (X, "create index pg_x on t (a)", "schema"),
     (Q, "select * from t tablesample system_rows(10)", "function"),
     (X, "insert into t (a) values (pg_sleep(1))", "function"),
     (X, "update t set a = current_setting('x') where id = 1", "function"),

@@ -4,7 +4,7 @@
 
 * only through the extended protocol (``conn.prepare`` → Parse/Bind/Execute), which takes exactly one statement,
   so ``SELECT 1; COMMIT; DROP TABLE x`` cannot stack behind the wrapper even if the guard let it through;
-* ``SET LOCAL statement_timeout`` (default 5 s) and ``SET LOCAL search_path TO <schema>, pg_catalog`` in every
+* ``SET LOCAL statement_timeout`` (default 5 s) and ``SET LOCAL search_path TO pg_catalog, <schema>`` in every
   transaction, plus a client-side ``asyncio.wait_for`` (timeout + 2 s) as a backstop;
 * ``SET LOCAL ROLE <schema>_sql``: a NOLOGIN role per organisation (created on first use by ``org_role``) that holds
   privileges on its own schema only. This is safe because the guard refuses SET/RESET statements and
@@ -454,7 +454,9 @@ async def _execute(
     )
     async with conn.transaction():
         await conn.execute(f"SET LOCAL statement_timeout = {max(1, round(statement_timeout * 1000))}")
-        await conn.execute(f"SET LOCAL search_path TO {s}, pg_catalog")
+        # pg_catalog first: a table the organisation made (say one named timestamptz) never shadows a built-in type
+        # or function, neither in the statement nor in the platform's own follow-up statements here.
+        await conn.execute(f"SET LOCAL search_path TO pg_catalog, {s}")
         run_as = role
         if kind == "create_index" and role is not None and created is not None:
             # CREATE INDEX needs the table's owner; tables the store made belong to the platform user.

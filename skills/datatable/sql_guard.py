@@ -268,6 +268,35 @@ def _check_identifier_lengths(sql: str) -> None:
             )
 
 
+def _function_ranges(value: Any, found: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The range names of the functions in FROM anywhere in the statement, each with its declared column names.
+
+    ``unnest(a) AS u(v)`` gives ``{"u": {"v"}}``; without an alias the range is named after the function. The
+    whole row of a function returning a single value is that value, so ``u.name`` is the call ``name(u)`` for any
+    one-argument function unless ``name`` is a declared column: see ``_Guard._column_ref``.
+    """
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            _function_ranges(item, found)
+    elif isinstance(value, ast.Node):
+        if isinstance(value, ast.RangeFunction):
+            columns = {d.colname or "" for d in value.coldeflist or () if isinstance(d, ast.ColumnDef)}
+            calls = []
+            for call, coldefs in value.functions or ():  # ROWS FROM (f() AS (a int), g()): (call, coldeflist)
+                calls.append(call)
+                columns.update(d.colname or "" for d in coldefs or () if isinstance(d, ast.ColumnDef))
+            if value.alias is not None:
+                columns.update(_names(value.alias.colnames))
+                range_names = [value.alias.aliasname or ""]
+            else:
+                range_names = [_names(c.funcname)[-1] for c in calls if isinstance(c, ast.FuncCall)]
+            for name in range_names:
+                found.setdefault(name, set()).update(columns)
+        for attr in value:
+            _function_ranges(getattr(value, attr), found)
+    return found
+
+
 def _has_column_ref(value: Any) -> bool:
     if isinstance(value, ast.ColumnRef):
         return True
@@ -284,9 +313,10 @@ def _has_column_ref(value: Any) -> bool:
 
 
 class _Guard:
-    def __init__(self, schema: str, forbidden: frozenset[str]) -> None:
+    def __init__(self, schema: str, forbidden: frozenset[str], function_ranges: dict[str, set[str]]) -> None:
         self.schema = schema
         self.forbidden = forbidden
+        self.function_ranges = function_ranges
         self.tables: set[str] = set()
         self._handlers: dict[type[ast.Node], Callable[[Any, frozenset[str]], None]] = {
             ast.SelectStmt: self._select,
@@ -463,6 +493,12 @@ class _Guard:
             raise _refuse(f"column {'.'.join(parts)} names another schema: write table.column", "schema")
         if parts[-1] in _SYSTEM_COLUMNS:
             raise _refuse(f"system column {parts[-1]!r} is not available: use the id column", "system_column")
+        if len(parts) == 2 and parts[1] != "*" and parts[1] not in self.function_ranges.get(parts[0], (parts[1],)):
+            raise _refuse(
+                f"{parts[0]}.{parts[1]}: {parts[0]} is a function in FROM, so PostgreSQL may read this as the call "
+                f"{parts[1]}({parts[0]}); name its columns (... AS {parts[0]}(column)) and use those names",
+                "function",
+            )
         if len(parts) > 1:
             self._field(parts[-1])
         self.children(node, scope)
@@ -470,10 +506,12 @@ class _Guard:
     def _indirection(self, node: ast.A_Indirection, scope: frozenset[str]) -> None:
         for part in node.indirection or ():
             if isinstance(part, ast.String):
-                field = part.sval or ""
-                if field in _SYSTEM_COLUMNS:
-                    raise _refuse(f"system column {field!r} is not available", "system_column")
-                self._field(field)
+                # (expr).name is the call name(expr) for any one-argument function when expr is not a row: refused.
+                raise _refuse(
+                    f"(...).{part.sval} is not allowed: PostgreSQL reads it as the call {part.sval}(...) unless the "
+                    "value is a row; write table.column",
+                    "function",
+                )
         self.children(node, scope)
 
     def _field(self, name: str) -> None:
@@ -721,6 +759,7 @@ def _create_index(stmt: ast.IndexStmt, guard: _Guard) -> str:
         raise _refuse(f"index method {stmt.accessMethod!r} is not supported: use btree (the default)", "statement")
     if stmt.idxname is not None:
         _check_identifier(stmt.idxname, "index name")
+        guard._table_name(stmt.idxname)  # an index shares the namespace of tables: no pg_* or _dt_* name
     table = guard.route(stmt.relation, empty, target=True)
     guard.children(stmt, empty, skip=("relation",))
     return table
@@ -754,6 +793,8 @@ def _delete_preview(stmt: ast.DeleteStmt) -> ast.SelectStmt:
     to several USING rows comes back more than once (the caller de-duplicates by id).
     """
     relation = stmt.relation
+    if relation is None:  # pragma: no cover - the grammar always gives DELETE a table
+        raise _refuse("DELETE names no table", "statement")
     target = relation.alias.aliasname if relation.alias is not None else relation.relname
     return ast.SelectStmt(
         withClause=stmt.withClause,
@@ -793,14 +834,15 @@ def check_sql(sql: str, *, schema: str, mode: str, forbidden_tables: frozenset[s
                 "multiple_statements" if statements else "parse_error",
             )
         _check_identifier_lengths(sql)
-        guard = _Guard(schema, frozenset(forbidden_tables))
         stmt = statements[0].stmt
         if stmt is None:  # pragma: no cover
             raise _refuse("the SQL holds no statement", "parse_error")
+        guard = _Guard(schema, frozenset(forbidden_tables), _function_ranges(stmt, {}))
         kind, created = _check_statement(stmt, guard, mode)
         rewritten = RawStream()(stmt)
         preview = RawStream()(_delete_preview(stmt)) if isinstance(stmt, ast.DeleteStmt) else None
-        target = stmt.relation.relname if isinstance(stmt, ast.InsertStmt | ast.UpdateStmt | ast.DeleteStmt) else None
+        written = stmt.relation if isinstance(stmt, ast.InsertStmt | ast.UpdateStmt | ast.DeleteStmt) else None
+        target = written.relname if written is not None else None
         # What runs must be what was checked: the deparsed text parses back to the same (routed) tree.
         again = parse_sql(rewritten)
         if len(again) != 1 or again[0].stmt != stmt:
