@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 
@@ -294,3 +295,43 @@ def test_every_hook_has_a_test_and_a_docs_heading():
         assert re.search(rf"^#+ {re.escape(name)}\({re.escape(params)}\)\s*$", docs, re.M), (
             f"docs/hooks.md has no heading '{name}({params})'"
         )
+
+
+def test_doctor_checks(register, db_env):
+    """A third-party plugin's checks (sync list or awaitable) appear in ``skillyard doctor``; only fail exits 1."""
+    from skillyard.cli import cli
+
+    class Plugin:
+        @hookimpl
+        def doctor_checks(self, yard):
+            async def probe():
+                await asyncio.sleep(0)
+                return [
+                    {"name": "acme.api", "status": "ok", "detail": f"{len(yard.entries)} skills seen", "fix": None},
+                    {"name": "acme.quota", "status": "warn", "detail": "90% used", "fix": "raise the quota"},
+                ]
+
+            return probe()
+
+    register(Plugin(), "acme")
+    result = CliRunner().invoke(cli, ["doctor"])
+    assert result.exit_code == 0, result.output
+    assert "warn  acme.quota: 90% used — fix: raise the quota" in result.output.splitlines()
+    assert any(line.startswith("ok    acme.api: ") for line in result.output.splitlines())
+
+    class Failing:
+        @hookimpl
+        def doctor_checks(self, yard):
+            return [{"name": "acme.disk", "status": "fail", "detail": "disk full", "fix": "free some space"}]
+
+    register(Failing(), "acme-failing")
+    failed = CliRunner().invoke(cli, ["doctor", "--json"])
+    assert failed.exit_code == 1, failed.output
+    checks = {c["name"]: c for c in json.loads(failed.output)["checks"]}
+    assert checks["acme.disk"] == {
+        "name": "acme.disk",
+        "status": "fail",
+        "detail": "disk full",
+        "fix": "free some space",
+        "plugin": "acme-failing",
+    }

@@ -302,6 +302,29 @@ def validate(paths: tuple[Path, ...], as_json: bool) -> None:
     sys.exit(1 if any(r["errors"] for r in reports) or not reports else 0)
 
 
+@cli.command()
+@skills_dir_option
+@click.option("--json", "as_json", is_flag=True, help='Print JSON: {"status": worst status, "checks": [...]}.')
+def doctor(skills_dirs: tuple[Path, ...], as_json: bool) -> None:
+    """Check the home folder, the database, the skills and each plugin; exit 1 when a check fails."""
+    from .doctor import run_checks, worst
+
+    try:
+        checks = _arun(run_checks(skills_dirs))
+    except SkillyardError as exc:
+        raise click.UsageError(str(exc)) from None
+    status = worst(checks)
+    if as_json:
+        _print_json({"status": status, "checks": checks})
+    else:
+        for c in checks:
+            fix = f" — fix: {c['fix']}" if c["fix"] and c["status"] != "ok" else ""
+            click.echo(f"{c['status']:<4}  {c['name']}: {c['detail']}{fix}")
+        counts = {s: sum(c["status"] == s for c in checks) for s in ("ok", "warn", "fail")}
+        click.echo(f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail")
+    sys.exit(1 if status == "fail" else 0)
+
+
 @cli.group()
 def config() -> None:
     """Per-role skill configs (secrets are encrypted at rest)."""

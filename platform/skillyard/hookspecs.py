@@ -104,3 +104,16 @@ def shutdown(yard: SkillYard) -> None:
 
     :param yard: the host being closed.
     """
+
+
+@hookspec
+def doctor_checks(yard: SkillYard) -> list[dict[str, Any]] | None:
+    """Return health checks for ``skillyard doctor``: a list, or a callable or awaitable giving one, or None.
+
+    Each check is a dict ``{"name": str, "status": "ok" | "warn" | "fail", "detail": str, "fix": str | None}``:
+    ``name`` starts with the plugin's own prefix (``"acme.api"``), ``detail`` says in one line what was found and
+    ``fix`` how to fix a ``warn`` or ``fail``. ``doctor`` exits non-zero only when some check fails. A hook that
+    raises, or returns something of another shape, is reported as a failed check naming the plugin.
+
+    :param yard: the opened host being checked (its database may be unreachable: check, do not assume).
+    """

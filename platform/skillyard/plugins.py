@@ -23,6 +23,7 @@ DEFAULT_PLUGINS = (
     "skillyard.executors.unsupported",
     "skillyard.catalog.builtin_root",
     "skillyard.outputs.processors",
+    "skillyard.builtin_skills.datatable.plugin",
 )
 
 pm = pluggy.PluginManager("skillyard")

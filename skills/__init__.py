@@ -1,0 +1,1 @@
+"""The built-in skills, shipped in the wheel; each sub-folder is an ordinary skill folder."""
