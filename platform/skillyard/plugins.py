@@ -24,6 +24,7 @@ DEFAULT_PLUGINS = (
     "skillyard.catalog.builtin_root",
     "skillyard.outputs.processors",
     "skillyard.builtin_skills.datatable.plugin",
+    "skillyard.agent.cli",
 )
 
 pm = pluggy.PluginManager("skillyard")
