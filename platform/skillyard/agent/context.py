@@ -1,0 +1,110 @@
+"""What one node's tool calls can see and change: :class:`NodeContext`, and the store protocol behind it.
+
+The tool-call chain (chain/), the builtin tools (builtins.py) and the runner (runner.py) all take a NodeContext.
+It holds the loaded contract skill, the session / task / node state, the task's evidence, the caller's identity
+mapped onto the §11 platform fields, the settings, and an :class:`EvidenceStore` that persists evidence the moment
+it changes (a write is registered ``STARTED`` before its call, §14). :class:`MemoryEvidenceStore` keeps it in
+memory for unit tests; the PostgreSQL store (store.py) is the real one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .state import Evidence, NodeState, SessionState, TaskState
+
+if TYPE_CHECKING:
+    from ..yard import SkillYard
+    from .contract import ToolContract
+    from .loader import ContractSkill
+
+#: runtime_context identity key → §11 platform field. Ids stay strings (the spec's Long ids are opaque here).
+PLATFORM_FROM_CONTEXT: dict[str, str] = {
+    "user_id": "userId",
+    "actor_id": "memberId",
+    "actor_name": "name",
+    "org_id": "organId",
+    "org_name": "organName",
+    "org_type": "organType",
+    "actor_department_path": "deptPath",
+}
+
+
+def platform_fields(identity: Mapping[str, Any]) -> dict[str, str]:
+    """The §11 platform fields from the caller's identity (only the ones with a value)."""
+    fields: dict[str, str] = {}
+    for key, name in PLATFORM_FROM_CONTEXT.items():
+        value = identity.get(key)
+        if value is not None and value != "":
+            fields[name] = str(value)
+    return fields
+
+
+class EvidenceStore(Protocol):
+    """Where evidence lives; every change is saved at once so a crash never loses a started write."""
+
+    async def new_evidence_id(self) -> str: ...
+
+    async def save_evidence(self, evidence: Evidence) -> None: ...
+
+
+@dataclass
+class MemoryEvidenceStore:
+    """An in-memory EvidenceStore for unit tests of the chain and builtins."""
+
+    saved: dict[str, Evidence] = field(default_factory=dict)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    async def new_evidence_id(self) -> str:
+        return f"ev_{next(self._ids)}"
+
+    async def save_evidence(self, evidence: Evidence) -> None:
+        self.saved[evidence.id] = evidence
+
+
+@dataclass
+class NodeContext:
+    """One node's view of the world while it runs (see the module docstring)."""
+
+    yard: SkillYard
+    skill: ContractSkill
+    session: SessionState
+    task: TaskState
+    node: NodeState
+    store: EvidenceStore
+    settings: Any  # agent.settings.AgentSettings
+    evidence: list[Evidence] = field(default_factory=list)  # the task's evidence, oldest first
+    upstream_node_ids: list[str] = field(default_factory=list)  # dependency / delegation ancestors, nearest first
+    events: list[dict[str, Any]] = field(default_factory=list)  # progress events of this turn (tool labels, …)
+
+    @property
+    def platform(self) -> dict[str, str]:
+        return platform_fields(self.session.identity)
+
+    def tool_contract(self, name: str) -> ToolContract | None:
+        """The contract of a business tool, or None (configured tools only, §1.3)."""
+        return self.skill.contract.tools.get(name)
+
+    def is_business_tool(self, name: str) -> bool:
+        return name in self.skill.tool_names
+
+    def node_evidence(self, node_id: str | None = None) -> list[Evidence]:
+        wanted = node_id or self.node.id
+        return [e for e in self.evidence if e.node_id == wanted]
+
+    def visible_evidence(self) -> list[Evidence]:
+        """This node's evidence, newest first, then each upstream node's, nearest first (§9 evidence.*)."""
+        ordered = sorted(self.node_evidence(), key=lambda e: e.seq, reverse=True)
+        for node_id in self.upstream_node_ids:
+            ordered.extend(sorted(self.node_evidence(node_id), key=lambda e: e.seq, reverse=True))
+        return ordered
+
+    async def record(self, evidence: Evidence) -> None:
+        """Add or update an evidence record and save it at once."""
+        if evidence not in self.evidence:
+            evidence.seq = max((e.seq for e in self.evidence), default=0) + 1
+            self.evidence.append(evidence)
+        await self.store.save_evidence(evidence)

@@ -1,0 +1,80 @@
+"""Dotted paths into JSON values, as the contract writes them (§5.1, §6, §9).
+
+* ``a.b`` — nested keys; ``a.0.id`` — a list index written as a segment (``evidence.tag_list.0.id``);
+* ``lines[].goodsCode`` — every item of the list ``lines`` (reading gives the list of values; writing fills the
+  items by index).
+
+Reading never raises: :func:`get_path` says whether the path exists, so ``EXISTS`` can tell a ``null`` value from a
+missing one (§6.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+MISSING: Any = object()
+
+
+def split(path: str) -> list[str]:
+    """``"lines[].x"`` → ``["lines", "[]", "x"]``; ``"a.0.b"`` → ``["a", "0", "b"]``."""
+    parts: list[str] = []
+    for segment in path.split("."):
+        if segment.endswith("[]"):
+            if segment[:-2]:
+                parts.append(segment[:-2])
+            parts.append("[]")
+        elif segment:
+            parts.append(segment)
+    return parts
+
+
+def _step(value: Any, key: str) -> Any:
+    if isinstance(value, Mapping):
+        return value.get(key, MISSING)
+    if isinstance(value, list) and (key.isdigit() or (key.startswith("-") and key[1:].isdigit())):
+        index = int(key)
+        return value[index] if -len(value) <= index < len(value) else MISSING
+    return MISSING
+
+
+def _get(value: Any, parts: list[str]) -> Any:
+    for position, key in enumerate(parts):
+        if key == "[]":
+            if not isinstance(value, list):
+                return MISSING
+            rest = parts[position + 1 :]
+            found = [_get(item, rest) for item in value]
+            return [item for item in found if item is not MISSING]
+        value = _step(value, key)
+        if value is MISSING:
+            return MISSING
+    return value
+
+
+def get_path(value: Any, path: str | None) -> tuple[bool, Any]:
+    """``(True, value)`` when ``path`` exists in ``value`` (an empty path: the value itself), else ``(False, None)``."""
+    if not path:
+        return True, value
+    found = _get(value, split(path))
+    return (False, None) if found is MISSING else (True, found)
+
+
+def has_value(value: Any) -> bool:
+    """A usable argument value: not None, not an empty string, not an empty list or object."""
+    return not (value is None or value == "" or value == [] or value == {})
+
+
+def set_path(target: dict[str, Any], path: str, value: Any) -> None:
+    """Set ``path`` in ``target``, creating objects on the way (``[]`` paths are set item by item by the caller)."""
+    parts = split(path)
+    if "[]" in parts:
+        raise ValueError(f"set_path cannot write the array template {path!r} as a whole; fill it item by item")
+    node: Any = target
+    for key in parts[:-1]:
+        nxt = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(nxt, dict):
+            nxt = {}
+            node[key] = nxt
+        node = nxt
+    node[parts[-1]] = value
