@@ -344,3 +344,96 @@ async def test_grants_table_is_idempotent_and_cascades(conn: asyncpg.Connection,
     await perms.grant(conn, schema, table_id_or_name="任务", role="r", ops=["read"])
     await store.delete_table(conn, schema, table.id)
     assert await perms.list_grants(conn, schema) == []
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# table_access: the one-query path of the handler agrees with resolve_table + check_access + set_actor
+
+
+async def _settings(conn: asyncpg.Connection) -> tuple[str, str]:
+    row = await conn.fetchrow(
+        "SELECT current_setting($1, true) AS emp, current_setting($2, true) AS all_rows",
+        perms.EMP_NO_SETTING,
+        perms.ALL_ROWS_SETTING,
+    )
+    return row["emp"] or "", row["all_rows"] or ""
+
+
+async def test_table_access_agrees_with_check_access(conn: asyncpg.Connection, schema: str, table: Any) -> None:
+    async def compare(by: str, action: str, roles: list[str], emp_no: str | None) -> None:
+        has_grants = await perms._has_grants_table(conn, schema)
+        expected = await _access(conn, schema, table, action, roles)
+        async with conn.transaction():
+            found = await perms.table_access(
+                conn,
+                schema,
+                table_id=by,
+                table_name=None,
+                action=action,
+                roles=roles,
+                emp_no=emp_no,
+                has_grants=has_grants,
+            )
+            assert found is not None
+            info, access, preset = found
+            assert (info, access) == (table, expected), (action, roles)
+            assert [f.as_dict() for f in info.fields] == await store.list_columns(conn, schema, table.id)
+            own = access.row_scope == "own"
+            wanted = (emp_no or "" if own else "", "off" if own else "on")
+            assert preset == wanted == await _settings(conn), (action, roles, preset, wanted)
+        outside = await perms.table_access(
+            conn,
+            schema,
+            table_id=by,
+            table_name=None,
+            action=action,
+            roles=roles,
+            emp_no=emp_no,
+            has_grants=has_grants,
+        )
+        assert outside is not None and outside[2] is None  # outside a transaction nothing is set
+
+    cases = [
+        ("query", ["a"]),
+        ("query", ["a", "b"]),
+        ("insert", ["a"]),
+        ("update", ["b"]),
+        ("query", []),
+        ("delete_by", ["c"]),
+        ("query", ["c", "zz"]),
+        ("aggregate", ["b", "c"]),
+    ]
+    for action, roles in cases:  # no grants table yet
+        await compare(table.id, action, roles, "E1")
+    await perms.grant(
+        conn, schema, table_id_or_name="任务", role="a", ops=["query"], row_scope="own", owner_field="负责人"
+    )
+    await perms.grant(conn, schema, table_id_or_name="任务", role="b", ops=["read", "update"], row_scope="all")
+    await perms.grant(
+        conn, schema, table_id_or_name="任务", role="c", ops=["all"], row_scope="own", owner_field="负责人"
+    )
+    for action, roles in cases:
+        for emp_no in ("E1", None):
+            await compare(table.id, action, roles, emp_no)
+            await compare(" 任务 ", action, roles, emp_no)
+    assert (
+        await perms.table_access(
+            conn, schema, table_id="没有", table_name=None, action="query", roles=["a"], emp_no="E1", has_grants=True
+        )
+        is None
+    )
+    assert (
+        await perms.table_access(
+            conn,
+            schema,
+            table_id=table.id,
+            table_name=None,
+            action="create_table",
+            roles=[],
+            emp_no=None,
+            has_grants=True,
+        )
+        is None
+    )
+    await store.update_field(conn, schema, table.id, "负责人", {"title": "经办人"})  # the owner field is gone: refused
+    await compare(table.id, "query", ["a"], "E1")

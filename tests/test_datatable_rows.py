@@ -283,6 +283,16 @@ async def test_sort_limit_offset(conn: asyncpg.Connection, people) -> None:
     assert await _names(conn, people, filters=None, limit=1) == ["张三"]
     result = await rows.query(conn, people, sort={"field": "姓名", "direction": "asc"}, fields=["姓名"])
     assert set(result["list"][0]) == {"id", "created_at", "姓名"}
+    # sorted by a field that is not returned (carried along for the order only), full page: counted
+    result = await rows.query(conn, people, sort="-薪资", limit=2, fields=["姓名"])
+    assert result["list"] == [
+        {k: v for k, v in r.items() if k in ("id", "created_at", "姓名")}
+        for r in (await rows.query(conn, people, sort="-薪资", limit=2))["list"]
+    ]
+    assert [r["姓名"] for r in result["list"]] == ["王五", "赵六_%"] and result["pageInfo"]["totalRows"] == 5
+    ascending = await rows.query(conn, people, sort="id", limit=3, offset=1)
+    assert [r["id"] for r in ascending["list"]] == sorted(r["id"] for r in ascending["list"])
+    assert ascending["pageInfo"] == {"totalRows": 5, "page": 1, "pageSize": 3, "isLastPage": False}
     for bad in ({"limit": 0}, {"offset": -1}, {"sort": "不存在"}, {"fields": ["不存在"]}):
         with pytest.raises(RowsError):
             await rows.query(conn, people, **bad)

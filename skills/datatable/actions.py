@@ -12,7 +12,8 @@ an action whose result is a list, a record or ``true`` carries it in ``data`` (�
 Order of checks for every table action: resolve the table, check the actor's access (grants, §7.2), derive the row
 scope (``own`` → owner condition, stamp and protected owner field; no employee number → refused), then set the
 row-level-security settings for the transaction (:func:`permissions.set_actor`) so the FORCEd policies agree with
-the injected filters.
+the injected filters. When the org's metadata exists, the table, its fields, its grants and those settings come
+from one query (:func:`permissions.table_access`, checked against the same decision in Python; :func:`_scope`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from .filters import Condition
 from .sql_channel import SqlChannelError, run_sql
 from .sql_guard import SqlRefused, check_sql
 
-__all__ = ["ACTION_FUNCTIONS", "Call"]
+__all__ = ["ACTION_FUNCTIONS", "Call", "open_call"]
 
 #: Rows a SQL DELETE preview reads for its count and backup; past this the count is "unknown" (→ confirmation).
 SQL_PREVIEW_ROWS = 100_000
@@ -48,6 +49,9 @@ class Call:
     request: Request
     ctx: Mapping[str, Any]
     notes: list[str] = field(default_factory=list)
+    #: Whether the schema's metadata tables and ``_dt_grants`` existed when the transaction started (None: unknown).
+    has_meta: bool | None = None
+    has_grants: bool | None = None
 
     @property
     def action(self) -> str:
@@ -124,18 +128,53 @@ async def _check(call: Call, action: str, table: store.TableInfo | None = None) 
     return access
 
 
+async def open_call(session: Any, schema: str, request: Request, ctx: Mapping[str, Any]) -> Call:
+    """The Call of one action on the connection under ``session``; the statement that starts the session's
+    transaction also tells whether the schema's metadata and grants tables exist (used by :func:`_scope`)."""
+    conn, (has_meta, has_grants) = await store.raw_connection_probing(
+        session,
+        (
+            f"{store.quote_ident(schema)}.{store.quote_ident('_dt_fields')}",
+            f"{store.quote_ident(schema)}.{store.quote_ident(permissions.GRANTS_TABLE)}",
+        ),
+    )
+    return Call(conn, schema, request, ctx, has_meta=has_meta, has_grants=has_grants)
+
+
 async def _scope(call: Call) -> Scope:
-    """Resolve the table, check access and set the row-level-security actor for this transaction."""
-    table = await store.resolve_table(
-        call.conn, call.schema, call.params.get("table_id"), call.params.get("table_name")
-    )
-    access = await _check(call, call.action, table)
+    """Resolve the table, check access and set the row-level-security actor for this transaction.
+
+    When the metadata is known to exist, table, fields, grants and the actor settings come from one query
+    (:func:`permissions.table_access`); otherwise (and whenever that finds no table) step by step.
+    """
+    emp_no = permissions.actor_emp_no(call.ctx)
+    found = None
+    if call.has_meta:
+        found = await permissions.table_access(
+            call.conn,
+            call.schema,
+            table_id=call.params.get("table_id"),
+            table_name=call.params.get("table_name"),
+            action=call.action,
+            roles=call.roles,
+            emp_no=emp_no,
+            has_grants=bool(call.has_grants),
+        )
+    if found is None:
+        table = await store.resolve_table(
+            call.conn, call.schema, call.params.get("table_id"), call.params.get("table_name")
+        )
+        access = await _check(call, call.action, table)
+        preset = None
+    else:
+        table, access, preset = found
+        if not access.allowed:
+            raise permissions.PermissionDenied(access.reason or f"{call.action} is not allowed")
     conditions, stamp = permissions.own_scope(access, call.ctx)
-    await permissions.set_actor(
-        call.conn,
-        permissions.actor_emp_no(call.ctx) if access.row_scope == "own" else None,
-        all_rows=access.row_scope != "own",
-    )
+    own = access.row_scope == "own"
+    actor = emp_no if own else None
+    if preset != ("" if actor is None else str(actor).strip(), "off" if own else "on"):
+        await permissions.set_actor(call.conn, actor, all_rows=not own)
     return Scope(table, conditions, stamp, permissions.protected_fields(access))
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import asyncpg
 
 from . import store
-from .actions import ACTION_FUNCTIONS, Call
+from .actions import ACTION_FUNCTIONS, Call, open_call
 from .dispatch import DispatchError, Request, normalize_request
 from .fields import FieldError
 from .filters import FilterError
@@ -50,7 +50,7 @@ async def execute(input_data: Any, runtime_context: Mapping[str, Any]) -> dict[s
         )
     call: Call | None = None
     try:
-        call = Call(await store.raw_connection(session), schema, request, runtime_context)
+        call = await open_call(session, schema, request, runtime_context)
         body = await ACTION_FUNCTIONS[request.action](call)
         await session.commit()
     except Exception as exc:

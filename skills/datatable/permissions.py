@@ -64,17 +64,26 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 
 from .dispatch import ACTIONS
+from .fields import FieldDef
 from .filters import Condition
 from .protection import TOKENS_TABLE
 from .sql_channel import role_name
-from .store import META_TABLES, StoreError, TableInfo, ensure_schema, load_fields, quote_ident, resolve_table
+from .store import (
+    META_TABLES,
+    StoreError,
+    TableInfo,
+    ensure_schema,
+    load_fields,
+    quote_ident,
+    resolve_table,
+)
 
 __all__ = [
     "ALL_ROWS_SETTING",
@@ -104,6 +113,7 @@ __all__ = [
     "revoke",
     "set_actor",
     "sql_forbidden_tables",
+    "table_access",
 ]
 
 STRUCTURE_ACTIONS: frozenset[str] = frozenset(
@@ -476,6 +486,16 @@ async def check_access(
         f"SELECT role, ops, row_scope, owner_field FROM {_grants(schema)} WHERE table_id = $1",
         uuid.UUID(table.id),
     )
+    decided = _grant_access(table, action, roles, rows)
+    if isinstance(decided, Access):
+        return decided
+    return _own_access(table, decided, {f.title for f in await load_fields(conn, schema, table.id)})
+
+
+def _grant_access(
+    table: TableInfo, action: str, roles: Sequence[str], rows: Sequence[Mapping[str, Any]]
+) -> Access | str:
+    """The access to a table given its grant rows, or (scope own) the owner field :func:`_own_access` checks."""
     if not rows:
         return _OPEN
     mine = _roles(roles)
@@ -487,8 +507,10 @@ async def check_access(
         )
     if decision == _ALL:
         return _OPEN
-    owner_field = decision[1]
-    names = {f.title for f in await load_fields(conn, schema, table.id)}
+    return str(decision[1])
+
+
+def _own_access(table: TableInfo, owner_field: str, names: Collection[str]) -> Access:
     if owner_field not in names:
         return Access(
             False,
@@ -498,6 +520,113 @@ async def check_access(
             f"longer exists; refused until {_GRANT_HINT} with an existing owner field",
         )
     return Access(True, row_scope="own", owner_field=owner_field)
+
+
+def _as_uuid(value: Any) -> uuid.UUID | None:
+    if isinstance(value, uuid.UUID):
+        return value
+    if not isinstance(value, str):
+        return None
+    try:
+        return uuid.UUID(value.strip())
+    except ValueError:
+        return None
+
+
+async def table_access(
+    conn: asyncpg.Connection,
+    schema: str,
+    *,
+    table_id: Any,
+    table_name: Any,
+    action: str,
+    roles: Sequence[str],
+    emp_no: str | None,
+    has_grants: bool,
+) -> tuple[TableInfo, Access, tuple[str, str] | None] | None:
+    """:func:`store.resolve_table` + :func:`check_access` (+ the table's fields) of a row action in one query.
+
+    For a grantable action on a table named by UUID or title in a schema whose metadata tables exist (the caller
+    knows, e.g. from :func:`store.raw_connection_probing`; ``has_grants`` likewise says whether ``_dt_grants``
+    exists). Returns None whenever the table is not found (or the case is not one of those): the caller then takes
+    the step-by-step path, which explains what is wrong. Otherwise ``(table with its fields, access, preset)``: the
+    same access :func:`check_access` gives from the same rows. Inside a transaction the query also sets the row-level
+    security settings :func:`set_actor` would set for that access (computed from the same grant rows in SQL), and
+    ``preset`` says which ``(emp_no, all_rows)`` it set; the caller compares them with what it wants and calls
+    :func:`set_actor` when they differ, so the Python decision stays the authority. Outside a transaction nothing is
+    set and ``preset`` is None.
+    """
+    if action not in GRANTABLE_ACTIONS:
+        return None
+    wanted = table_id if table_id not in (None, "") else table_name
+    if wanted in (None, ""):
+        return None
+    key: Any = _as_uuid(wanted)
+    if key is not None:
+        match = "t.id = $1"
+    elif isinstance(wanted, str):
+        key, match = wanted.strip(), "t.title = $1"
+    else:
+        return None
+    mine = _roles(roles)
+    preset = conn.is_in_transaction()
+    meta = quote_ident(schema)
+    grants = _grants(schema)
+    selects = [
+        "t.id",
+        "t.title",
+        f"""ARRAY(SELECT ROW(f.title, f.uidt, f.required, f."unique", f.options, f."precision", f.scale)
+                  FROM {meta}."_dt_fields" f WHERE f.table_id = t.id ORDER BY f.position, f.title) AS fields""",
+    ]
+    lateral = ""
+    if has_grants:
+        selects.append(
+            f"ARRAY(SELECT ROW(g.role, g.ops, g.row_scope, g.owner_field) FROM {grants} g "
+            "WHERE g.table_id = t.id) AS grants"
+        )
+        # row scope own (see _decide): every role of the actor configured, one of them allowing the action, none of
+        # those with scope all
+        lateral = f""" CROSS JOIN LATERAL (SELECT cardinality($2::text[]) > 0
+            AND (SELECT count(*) FROM {grants} g WHERE g.table_id = t.id AND g.role = ANY($2::text[]))
+                = cardinality($2::text[])
+            AND EXISTS (SELECT 1 FROM {grants} g WHERE g.table_id = t.id AND g.role = ANY($2::text[])
+                        AND $3::text = ANY(g.ops))
+            AND NOT EXISTS (SELECT 1 FROM {grants} g WHERE g.table_id = t.id AND g.role = ANY($2::text[])
+                            AND $3::text = ANY(g.ops) AND g.row_scope = 'all') AS own) o"""
+        own = "o.own"
+    else:
+        own = "false"
+    params: list[Any] = [key]
+    if preset:
+        if has_grants:
+            params += [mine, action]
+        params.append("" if emp_no is None else str(emp_no).strip())
+        n = len(params)
+        selects += [
+            f"set_config('{EMP_NO_SETTING}', CASE WHEN {own} THEN ${n}::text ELSE '' END, true) AS emp_no",
+            f"set_config('{ALL_ROWS_SETTING}', CASE WHEN {own} THEN 'off' ELSE 'on' END, true) AS all_rows",
+        ]
+    elif has_grants:
+        lateral = ""  # nothing to set: the lateral decision is not needed
+    row = await conn.fetchrow(
+        f"SELECT {', '.join(selects)} FROM {meta}.\"_dt_tables\" t{lateral} WHERE {match}", *params
+    )
+    if row is None:
+        return None
+    fields = tuple(
+        FieldDef(
+            title=f[0], uidt=f[1], required=f[2], unique=f[3], options=tuple(f[4] or ()), precision=f[5], scale=f[6]
+        )
+        for f in row["fields"]
+    )
+    table = TableInfo(str(row["id"]), row["title"], schema, fields)
+    grant_rows = [
+        {"role": g[0], "ops": g[1], "row_scope": g[2], "owner_field": g[3]}
+        for g in (row["grants"] if has_grants else ())
+    ]
+    decided = _grant_access(table, action, roles, grant_rows)
+    access = decided if isinstance(decided, Access) else _own_access(table, decided, {f.title for f in fields})
+    return table, access, ((row["emp_no"], row["all_rows"]) if preset else None)
 
 
 def actor_emp_no(ctx: Mapping[str, Any] | None) -> str | None:

@@ -14,8 +14,9 @@ Decisions:
   set-based statement (``INSERT … SELECT FROM unnest(per-column arrays)`` / ``MERGE … USING unnest(…)``) inside a
   savepoint. Only when that statement fails on a row-level error (SQLSTATE class 22 or 23) are the rows written one
   by one, each in its own savepoint, so one bad row cannot sink the batch.
-* upsert matches on ``key_fields`` with ``IS NOT DISTINCT FROM`` and needs no unique constraint (§7.8.6). Rows of
-  one batch with the same key are collapsed: the last one is written, the earlier ones are reported as failed.
+* upsert matches on ``key_fields`` (equal values; a key field may not be empty, so this is ``IS NOT DISTINCT FROM``)
+  and needs no unique constraint (§7.8.6). Rows of one batch with the same key are collapsed: the last one is
+  written, the earlier ones are reported as failed.
 * ``verified_total`` counts this operation's rows found again after the write (the returned ids, or for upsert the
   rows holding the batch's keys), never the whole table.
 * Returned records are JSON-ready: id int, created_at / 日期 / 日期时间 / 时间 ISO 8601 text, 多选 a list, JSON
@@ -35,6 +36,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 import asyncpg
@@ -208,13 +210,18 @@ class _Ctx:
     def arrays(self) -> frozenset[str]:
         return frozenset(t for t, f in self.fields.items() if f.uidt == "多选")
 
+    @cached_property
+    def json_fields(self) -> frozenset[str]:
+        return frozenset(t for t, f in self.fields.items() if f.uidt == "JSON")
+
     def select_list(self, columns: Sequence[str] | None = None, alias: str = "") -> str:
         names = ["id", "created_at", *(self.names if columns is None else columns)]
         return ", ".join(alias + quote_ident(n) for n in names)
 
 
 async def _ctx(conn: asyncpg.Connection, table: TableInfo) -> _Ctx:
-    fields = await load_fields(conn, table.schema, table.id)
+    """The table's fields: the ones read with the table in this transaction when it carries them, else loaded."""
+    fields = list(table.fields) if table.fields is not None else await load_fields(conn, table.schema, table.id)
     return _Ctx(table, {f.title: f for f in fields}, RowValidator(fields))
 
 
@@ -245,8 +252,19 @@ def _out(value: Any, field: FieldDef | None = None) -> Any:
     return value
 
 
+#: Value types :func:`_out` returns unchanged (checked with ``type() in``, so subclasses such as asyncpg's Point, a
+#: tuple, still go through it); a JSON field's text always does.
+_PLAIN = frozenset({str, int, bool, float, list, type(None)})
+
+
 def _record(ctx: _Ctx, row: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: _out(value, ctx.fields.get(key)) for key, value in row.items()}
+    json_fields = ctx.json_fields
+    return {
+        key: value
+        if type(value) in _PLAIN and key not in json_fields
+        else _out(value, ctx.fields.get(key))
+        for key, value in row.items()
+    }
 
 
 def _status_count(status: str) -> int:
@@ -355,8 +373,11 @@ def _projection(ctx: _Ctx, raw: Any) -> list[str] | None:
 
 def _order(field: str, descending: bool, alias: str = "") -> str:
     direction = "DESC" if descending else "ASC"
-    order = f"{alias}{quote_ident(field)} {direction} NULLS LAST"
-    return order if field == "id" else f"{order}, {alias}id {direction}"
+    if field == "id":
+        # id is the platform's bigserial primary key, never NULL: NULLS LAST would change nothing but keep
+        # PostgreSQL from reading the primary key index backwards for the default sort -id (a full scan and sort)
+        return f"{alias}id {direction}"
+    return f"{alias}{quote_ident(field)} {direction} NULLS LAST, {alias}id {direction}"
 
 
 async def query(
@@ -382,19 +403,31 @@ async def query(
         except FilterError as exc:
             raise RowsError(str(exc), need_param="sort/limit/offset") from None
         columns = _projection(ctx, fields)
+        names = ["id", "created_at", *(ctx.names if columns is None else columns)]
         where, params = _where(ctx, conditions)
         n = len(params)
-        rows = await conn.fetch(
-            f"SELECT {ctx.select_list(columns)} FROM {table.qualified}{where} "
-            f"ORDER BY {_order(sort_field, descending)} LIMIT ${n + 1} OFFSET ${n + 2}",
+        # One statement: the page, and the number of matching rows only when the page is full (a partly filled page
+        # is the last one: no need to count). The uncorrelated count is an InitPlan, which PostgreSQL runs only when
+        # the CASE needs it. The outer ORDER BY repeats the page's order (the sort column is carried along when it is
+        # not returned); records are built from the leading columns.
+        carried = "" if sort_field in names else f", {quote_ident(sort_field)}"
+        page = await conn.fetch(
+            f"SELECT p.*, CASE WHEN count(*) OVER () >= ${n + 1} "
+            f"THEN (SELECT count(*) FROM {table.qualified}{where}) END "
+            f"FROM (SELECT {ctx.select_list(columns)}{carried} FROM {table.qualified}{where} "
+            f"ORDER BY {_order(sort_field, descending)} LIMIT ${n + 1} OFFSET ${n + 2}) AS p "
+            f"ORDER BY {_order(sort_field, descending, 'p.')}",
             *params,
             page_size,
             skip,
         )
-        if 0 < len(rows) < page_size or (not rows and not skip):
-            total = skip + len(rows)  # a partly filled (or empty first) page is the last one: no need to count
-        else:
+        if page and page[0][-1] is not None:
+            total = int(page[0][-1])
+        elif page or not skip:
+            total = skip + len(page)
+        else:  # an empty page past the first: count
             total = await conn.fetchval(f"SELECT count(*) FROM {table.qualified}{where}", *params)
+        rows = [dict(zip(names, tuple(r)[: len(names)], strict=True)) for r in page]
     except (asyncpg.PostgresError, asyncpg.InterfaceError, StoreError, FieldError) as exc:
         raise classify(exc) from None
     return {
@@ -737,13 +770,16 @@ async def insert_batch(
         ids: list[int] = []
         if valid:
             columns = _columns([v for _, v in valid], ctx)
-            async with conn.transaction():
-                try:
-                    async with conn.transaction():
-                        ids = await _insert_rows(conn, ctx, columns, [v for _, v in valid])
-                except asyncpg.PostgresError as exc:
-                    if not _is_row_level(exc):
-                        raise
+            # One savepoint (or transaction) for the set-based statement; only when it fails on a row-level error,
+            # a second one holding one savepoint per row. Same effect as nesting the first inside the second.
+            try:
+                async with conn.transaction():
+                    ids = await _insert_rows(conn, ctx, columns, [v for _, v in valid])
+            except asyncpg.PostgresError as exc:
+                if not _is_row_level(exc):
+                    raise
+                ids = []
+                async with conn.transaction():
                     for number, values in valid:  # fallback: one savepoint per row
                         try:
                             async with conn.transaction():
@@ -795,6 +831,17 @@ def _key_fields(ctx: _Ctx, raw: Any) -> list[str]:
     return keys
 
 
+def _key_match(keys: Sequence[str], exprs: Sequence[str]) -> str:
+    """``t.key = s.cN AND …``: a row of the table matches a batch row holding the same key values.
+
+    upsert refuses batch rows with an empty key field, so every ``s.cN`` here is non-NULL, and then ``=`` means
+    exactly what ``IS NOT DISTINCT FROM`` means (a NULL in the table matches neither); unlike it, ``=`` lets
+    PostgreSQL hash-join the batch with the table (or use an index on the key) instead of comparing every row of
+    the table with every row of the batch.
+    """
+    return " AND ".join(f"t.{quote_ident(k)} = {e}" for k, e in zip(keys, exprs, strict=True))
+
+
 def _has_merge_returning(conn: asyncpg.Connection) -> bool:
     return bool(conn.get_server_version().major >= 17)  # MERGE … RETURNING merge_action() is PostgreSQL 17+
 
@@ -811,7 +858,7 @@ async def _merge(
     non_keys = [c for c in columns if c not in keys]
     source, params, exprs, flags = _unnest(ctx, columns, rows, flagged=non_keys)
     src = dict(zip(columns, exprs, strict=True))
-    on = " AND ".join(f"t.{quote_ident(k)} IS NOT DISTINCT FROM {src[k]}" for k in keys)
+    on = _key_match(keys, [src[k] for k in keys])
     scope, scope_params = _where(ctx, extra, start=len(params) + 1, column_prefix="t.")
     if scope:
         on += " AND " + scope.removeprefix(" WHERE ")
@@ -878,14 +925,14 @@ async def upsert(
         batch = sorted(by_key.values(), key=lambda item: item[0])
         if batch:
             columns = _columns([v for _, v in batch], ctx)
-            async with conn.transaction():
-                try:
-                    async with conn.transaction():
-                        inserted, updated = await _merge(conn, ctx, keys, columns, [v for _, v in batch], extra)
-                except asyncpg.PostgresError as exc:
-                    if not _is_row_level(exc):
-                        raise
-                    inserted = updated = 0
+            try:  # as in insert_batch: the per-row fallback gets its own savepoint only when it is needed
+                async with conn.transaction():
+                    inserted, updated = await _merge(conn, ctx, keys, columns, [v for _, v in batch], extra)
+            except asyncpg.PostgresError as exc:
+                if not _is_row_level(exc):
+                    raise
+                inserted = updated = 0
+                async with conn.transaction():
                     for number, values in batch:
                         try:
                             async with conn.transaction():
@@ -927,7 +974,7 @@ async def _count_keys(
     if not rows:
         return 0
     source, params, exprs, _ = _unnest(ctx, keys, rows)
-    on = " AND ".join(f"t.{quote_ident(k)} IS NOT DISTINCT FROM {e}" for k, e in zip(keys, exprs, strict=True))
+    on = _key_match(keys, exprs)
     scope, scope_params = _where(ctx, extra, start=len(params) + 1, column_prefix="t.")
     if scope:
         on += " AND " + scope.removeprefix(" WHERE ")

@@ -31,6 +31,7 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 import asyncpg
@@ -53,6 +54,7 @@ __all__ = [
     "load_fields",
     "quote_ident",
     "raw_connection",
+    "raw_connection_probing",
     "register_sql_table",
     "resolve_table",
     "schema_for",
@@ -96,9 +98,13 @@ class StoreError(ValueError):
 
 @dataclass(frozen=True)
 class TableInfo:
+    """A resolved table. ``fields`` holds its business fields when they were read together with the table (in the
+    same transaction, by :func:`permissions.table_access`), so the row functions need not read them again."""
+
     id: str
     title: str
     schema: str
+    fields: tuple[FieldDef, ...] | None = dataclass_field(default=None, compare=False, repr=False)
 
     @property
     def qualified(self) -> str:
@@ -122,10 +128,25 @@ async def raw_connection(session: Any) -> asyncpg.Connection:
     without it the actions here would run outside the session's transaction (and commit on their own). The
     session's commit / rollback then decides, and each action is a SAVEPOINT inside it.
     """
+    conn, _ = await raw_connection_probing(session, ())
+    return conn
+
+
+async def raw_connection_probing(
+    session: Any, relations: Sequence[str]
+) -> tuple[asyncpg.Connection, tuple[bool, ...]]:
+    """:func:`raw_connection` whose first statement (the one that starts the session's transaction) also tells
+    which of ``relations`` (qualified, quoted names) exist, as ``to_regclass`` would: one round trip for both."""
     connection = await session.connection()
-    await connection.exec_driver_sql("SELECT 1")
+    if relations:
+        checks = ", ".join(f"to_regclass(${i}) IS NOT NULL" for i in range(1, len(relations) + 1))
+        row = (await connection.exec_driver_sql(f"SELECT {checks}", tuple(relations))).one()
+        found = tuple(bool(value) for value in row)
+    else:
+        await connection.exec_driver_sql("SELECT 1")
+        found = ()
     raw = await connection.get_raw_connection()
-    return raw.driver_connection
+    return raw.driver_connection, found
 
 
 # --------------------------------------------------------------------------------------------------------------------
