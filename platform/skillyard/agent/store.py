@@ -1,0 +1,118 @@
+"""PostgreSQL persistence of the agent runtime's state (tables of migration 0003).
+
+Each row holds one state object as JSONB (state.py's ``to_json`` / ``from_json``). Sessions, tasks and nodes are
+saved at the end of every turn and whenever a node suspends; evidence is saved the moment it changes (the
+:class:`~.context.EvidenceStore` protocol), so a write registered ``STARTED`` survives a crash mid-call and is
+verified when its node reopens (§14.3). A restart between suspend and resume therefore loses nothing: a new
+SkillYard on the same database loads the same session.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.sql.expression import bindparam
+
+from ..storage.database import Database
+from .state import Evidence, NodeState, SessionState, TaskState, from_json, to_json
+
+_UPSERT = {
+    "session": text(
+        """INSERT INTO skillyard.agent_sessions (id, agent_code, state, updated_at)
+           VALUES (:id, :agent_code, :state, now())
+           ON CONFLICT (id) DO UPDATE SET agent_code = EXCLUDED.agent_code, state = EXCLUDED.state,
+                                          updated_at = now()"""
+    ).bindparams(bindparam("state", type_=JSONB)),
+    "task": text(
+        """INSERT INTO skillyard.agent_tasks (id, session_id, status, state, updated_at)
+           VALUES (:id, :session_id, :status, :state, now())
+           ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state, updated_at = now()"""
+    ).bindparams(bindparam("state", type_=JSONB)),
+    "node": text(
+        """INSERT INTO skillyard.agent_nodes (id, task_id, status, state, updated_at)
+           VALUES (:id, :task_id, :status, :state, now())
+           ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state, updated_at = now()"""
+    ).bindparams(bindparam("state", type_=JSONB)),
+    "evidence": text(
+        """INSERT INTO skillyard.agent_evidence (id, task_id, node_id, tool, status, idempotency_key, state,
+                                                updated_at)
+           VALUES (:id, :task_id, :node_id, :tool, :status, :idempotency_key, :state, now())
+           ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state, updated_at = now()"""
+    ).bindparams(bindparam("state", type_=JSONB)),
+}
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+class AgentStore:
+    """Load and save sessions, tasks, nodes and evidence; also the :class:`EvidenceStore` of a NodeContext."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def _write(self, statement: str, params: dict[str, Any]) -> None:
+        async with await self.database.session() as session:
+            await session.execute(_UPSERT[statement], params)
+            await session.commit()
+
+    async def _state(self, table: str, key: str, value: str) -> list[Any]:
+        async with await self.database.session() as session:
+            result = await session.execute(
+                text(f"SELECT state FROM skillyard.{table} WHERE {key} = :value ORDER BY updated_at"),
+                {"value": value},
+            )
+            return [row[0] for row in result]
+
+    # -- sessions, tasks, nodes ------------------------------------------------------------------------------
+
+    async def load_session(self, session_id: str) -> SessionState | None:
+        rows = await self._state("agent_sessions", "id", session_id)
+        return from_json(SessionState, rows[0]) if rows else None
+
+    async def save_session(self, state: SessionState) -> None:
+        await self._write("session", {"id": state.id, "agent_code": state.agent_code, "state": to_json(state)})
+
+    async def load_task(self, task_id: str) -> TaskState | None:
+        rows = await self._state("agent_tasks", "id", task_id)
+        return from_json(TaskState, rows[0]) if rows else None
+
+    async def save_task(self, task: TaskState) -> None:
+        params = {"id": task.id, "session_id": task.session_id, "status": task.status.value, "state": to_json(task)}
+        await self._write("task", params)
+
+    async def load_node(self, node_id: str) -> NodeState | None:
+        rows = await self._state("agent_nodes", "id", node_id)
+        return from_json(NodeState, rows[0]) if rows else None
+
+    async def save_node(self, node: NodeState) -> None:
+        params = {"id": node.id, "task_id": node.task_id, "status": node.status.value, "state": to_json(node)}
+        await self._write("node", params)
+
+    # -- evidence (the EvidenceStore protocol) --------------------------------------------------------------
+
+    async def new_evidence_id(self) -> str:
+        return new_id("ev")
+
+    async def save_evidence(self, evidence: Evidence) -> None:
+        await self._write(
+            "evidence",
+            {
+                "id": evidence.id,
+                "task_id": evidence.task_id,
+                "node_id": evidence.node_id,
+                "tool": evidence.tool,
+                "status": evidence.status.value,
+                "idempotency_key": evidence.idempotency_key,
+                "state": to_json(evidence),
+            },
+        )
+
+    async def load_evidence(self, task_id: str) -> list[Evidence]:
+        """The task's evidence, oldest first."""
+        found = [from_json(Evidence, row) for row in await self._state("agent_evidence", "task_id", task_id)]
+        return sorted(found, key=lambda e: e.seq)
