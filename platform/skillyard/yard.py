@@ -8,7 +8,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .catalog.catalog import Catalog, Entry
 from .catalog.roots import Root
@@ -27,6 +27,9 @@ from .settings import Settings
 from .storage.attachments import AttachmentStore, describe_file
 from .storage.database import Database
 from .storage.runlog import RunLog
+
+if TYPE_CHECKING:
+    from .agent.runner import Agent
 
 log = logging.getLogger("skillyard")
 READ_LIMIT = 40_000
@@ -243,6 +246,29 @@ class SkillYard:
             given.update({"session_id": turn.session_id, "channel": turn.channel, **turn.context})
         given.update(context or {})
         return await pipeline.execute(self, name, input, given, turn=turn)
+
+    async def agent(self, agent_dir: str | os.PathLike[str], *, model: Any = None) -> Agent:
+        """Load a contract-driven agent (docs/agents.md) and bind it to a model.
+
+        ``model`` is a ChatModel, or a spec (``script:FILE.yaml`` / ``openai:MODEL``). Settings come from
+        ``SKILLYARD_HOME/settings.toml`` and the environment. Skills that fail to load are dropped (see
+        ``agent.loaded.errors``); an agent with no usable skill is an error.
+        """
+        from .agent.loader import load_agent
+        from .agent.models import model_from_spec
+        from .agent.runner import Agent, AgentError
+        from .agent.settings import AgentSettings
+
+        settings = AgentSettings.load(self.settings.home)
+        loaded = await load_agent(self, Path(agent_dir))
+        if not loaded.skills:
+            problems = "; ".join(str(e) for e in loaded.errors) or "it names no contract skill"
+            raise AgentError(f"agent {loaded.profile.agent_code!r} has no usable skill: {problems}")
+        if model is None:
+            raise AgentError("no model: pass model= a ChatModel or a spec such as 'script:turns.yaml'")
+        if isinstance(model, str):
+            return Agent(self, loaded, model_from_spec(model, settings), settings, model_spec=model)
+        return Agent(self, loaded, model, settings)
 
     async def run_nested(
         self, name: str, input: Mapping[str, Any], context: Mapping[str, Any], depth: int

@@ -1,4 +1,4 @@
-"""Default plugin: the ``skillyard agent`` command group (``check`` now; ``run`` and ``resume`` join it later)."""
+"""Default plugin: the ``skillyard agent`` command group: ``check``, ``run`` and ``resume``."""
 
 from __future__ import annotations
 
@@ -98,6 +98,121 @@ def check_cmd(agent_dir: Path, skills_dirs: tuple[Path, ...], as_json: bool) -> 
         errors = sum(r["severity"] == "error" for r in rows)
         click.echo(f"{agent_dir}: {errors} error(s), {len(rows) - errors} warning(s)", err=failed)
     if failed:
+        raise SystemExit(1)
+
+
+def _print_turn(turn: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(turn, ensure_ascii=False, default=str))
+        return
+    click.echo(f"status: {turn['status']}")
+    for event in turn["events"]:
+        click.echo(f"  … {event.get('label')}")
+    for obs in turn["observations"]:
+        mark = "ok" if obs["ok"] else (obs["code"] or "failed")
+        click.echo(f"  {obs['tool']}: {mark}")
+    checkpoint = turn["checkpoint"]
+    if checkpoint:
+        fields = ", ".join(checkpoint["expected_fields"])
+        click.echo(f"checkpoint: {checkpoint['type']}" + (f" (expects {fields})" if fields else ""))
+    if turn["reply"]:
+        click.echo(turn["reply"])
+
+
+def _context_option(value: str | None) -> dict[str, Any]:
+    if not value:
+        return {}
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise click.UsageError(f"--context is not valid JSON ({exc.msg} at position {exc.pos})") from None
+    if not isinstance(parsed, dict):
+        raise click.UsageError('--context must be a JSON object, e.g. \'{"user_id": "42", "org_id": "7"}\'')
+    return parsed
+
+
+@agent_group.command(name="run")
+@click.argument("agent_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--session", "session_id", required=True, help="Session id; later runs and resumes continue it.")
+@click.option("--message", required=True, help="The user's message.")
+@click.option("--model", "model", default=None, help="script:FILE.yaml or openai:MODEL (default: the session's).")
+@click.option("--context", "context", default=None, help="The caller's identity as JSON (user_id, org_id, …).")
+@click.option("--skill", "skill_key", default=None, help="The contract skill to run (default: the agent's first).")
+@click.option(
+    "--skills-dir", "skills_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path), help="Skill roots."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the turn as JSON.")
+def run_cmd(
+    agent_dir: Path,
+    session_id: str,
+    message: str,
+    model: str | None,
+    context: str | None,
+    skill_key: str | None,
+    skills_dirs: tuple[Path, ...],
+    as_json: bool,
+) -> None:
+    """Send a message to an agent in a session (exit 1 when the node failed).
+
+    Example: skillyard agent run agents/cms --session s1 --message "发布文章《季度总结》" --model script:turns.yaml
+    """
+    from ..yard import SkillYard
+    from .store import AgentStore
+
+    identity = _context_option(context)
+
+    async def go() -> dict[str, Any]:
+        async with SkillYard(skills_dirs=list(skills_dirs)) as yard:
+            spec = model
+            if spec is None:
+                stored = await AgentStore(yard.database).load_session(session_id)
+                spec = stored.model_spec if stored is not None else None
+            agent = await yard.agent(agent_dir, model=spec)
+            return (await agent.send(session_id, message, identity=identity, skill_key=skill_key)).as_dict()
+
+    try:
+        turn = asyncio.run(go())
+    except SkillyardError as exc:
+        raise click.ClickException(str(exc)) from None
+    _print_turn(turn, as_json)
+    if turn["status"] == "FAILED":
+        raise SystemExit(1)
+
+
+@agent_group.command(name="resume")
+@click.option("--session", "session_id", required=True, help="The suspended session.")
+@click.option(
+    "--action",
+    type=click.Choice(["CONFIRM", "REJECT", "REPLY", "CANCEL"], case_sensitive=False),
+    required=True,
+    help="How the user answered the checkpoint.",
+)
+@click.option("--text", default=None, help="The user's answer (REPLY).")
+@click.option("--model", "model", default=None, help="Override the session's model spec.")
+@click.option(
+    "--skills-dir", "skills_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path), help="Skill roots."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the turn as JSON.")
+def resume_cmd(
+    session_id: str, action: str, text: str | None, model: str | None, skills_dirs: tuple[Path, ...], as_json: bool
+) -> None:
+    """Answer a suspended session's checkpoint (FOLLOW_UP, APPROVAL, VERIFY).
+
+    Example: skillyard agent resume --session s1 --action CONFIRM
+    """
+    from ..yard import SkillYard
+    from .runner import resume_session
+
+    async def go() -> dict[str, Any]:
+        async with SkillYard(skills_dirs=list(skills_dirs)) as yard:
+            return (await resume_session(yard, session_id, action, text, model)).as_dict()
+
+    try:
+        turn = asyncio.run(go())
+    except SkillyardError as exc:
+        raise click.ClickException(str(exc)) from None
+    _print_turn(turn, as_json)
+    if turn["status"] == "FAILED":
         raise SystemExit(1)
 
 

@@ -227,6 +227,8 @@ class SessionState:
     identity: dict[str, Any] = field(default_factory=dict)  # the caller's runtime_context identity fields
     task_id: str | None = None  # the open task, if any
     node_id: str | None = None  # the open node, if any
+    agent_dir: str | None = None  # where the agent was loaded from (so ``resume`` can reload it)
+    model_spec: str | None = None  # the model spec the session runs on (``script:…`` / ``openai:…``), if given as one
 
 
 def to_json(value: Any) -> Any:

@@ -1,0 +1,266 @@
+"""Node outputs (§8): ``builtin_output_set``, the completion checks of §10.2, and what a DONE node publishes.
+
+* :func:`source_problem` is the one source check, used when an output is written and again at finish;
+* :func:`completion_refusal` runs the §10.2 checks in order and returns the first failure (or None);
+* :func:`publish` writes the shares (``share: TASK`` → ``shared.<key>``, ``SESSION`` → ``session.<key>``) and the
+  entities of outputs with ``entity`` once the node is DONE.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..codes import ErrorCode
+from ..context import NodeContext
+from ..contract import UNSET, EntitySpec, OutputSpec, ShareScope, SourceType
+from ..expressions import HIDDEN_PLATFORM_FIELDS, PLATFORM_FIELDS
+from ..paths import get_path, has_value
+from ..state import Entity, Observation, OutputValue
+from .common import Builtin, Call, JsonObject, params, text_arg
+
+OUTPUT_SET = "builtin_output_set"
+
+#: §11: output (and share) keys that are reserved platform field names.
+RESERVED_OUTPUT_KEYS = frozenset(PLATFORM_FIELDS) | frozenset(HIDDEN_PLATFORM_FIELDS)
+
+_ALL_BUT_MODEL = tuple(s for s in SourceType if s is not SourceType.MODEL)
+
+
+def outputs_used(ctx: NodeContext) -> bool:
+    """Whether anyone uses this node's outputs, so ``builtin_output_set`` is offered (§12).
+
+    Part 1 has no downstream nodes, so only the contract counts: an output that is required, shared or produces an
+    entity.
+    """
+    return any(o.required or o.share is not None or o.entity is not None for o in ctx.skill.contract.outputs.values())
+
+
+def allowed_sources(spec: OutputSpec | None) -> tuple[SourceType, ...]:
+    """The sources an output accepts: its ``sources`` without MODEL; empty (or undeclared) → all but MODEL."""
+    if spec is None or not spec.sources:
+        return _ALL_BUT_MODEL
+    return tuple(s for s in spec.sources if s is not SourceType.MODEL)
+
+
+def source_problem(ctx: NodeContext, key: str, written: OutputValue) -> tuple[ErrorCode, str, str] | None:
+    """Why the declared source of an output value is not legal (code, message, next step), or None.
+
+    MODEL is never legal; the type must be in the output's sources; EVIDENCE must name a visible, succeeded
+    evidence whose response holds the same value at ``sourcePath``; CONTRACT must equal the output's constant.
+    """
+    spec = ctx.skill.contract.outputs.get(key)
+    allowed = allowed_sources(spec)
+    names = ", ".join(allowed)
+    if written.source_type == SourceType.MODEL:
+        return (
+            ErrorCode.SOURCE_REJECT,
+            f"output {key!r} cannot come from MODEL: a node output must be backed by a real source",
+            f"write {key!r} again with the source it really came from ({names}); for a tool result use "
+            "sourceType EVIDENCE with the evidenceId as sourceRef and the response path as sourcePath",
+        )
+    if written.source_type not in allowed:
+        return (
+            ErrorCode.SOURCE_REJECT,
+            f"output {key!r} does not accept source {written.source_type}; allowed: {names}",
+            f"write {key!r} with one of the allowed sources ({names})",
+        )
+    if written.source_type == SourceType.EVIDENCE:
+        return _evidence_problem(ctx, key, written)
+    if written.source_type == SourceType.CONTRACT:
+        constant = spec.constant if spec is not None else UNSET
+        if constant is UNSET:
+            return (
+                ErrorCode.SOURCE_REJECT,
+                f"output {key!r} has no contract constant, so sourceType CONTRACT cannot be used",
+                f"write {key!r} with another allowed source ({names})",
+            )
+        if written.value != constant:
+            return (
+                ErrorCode.SOURCE_REJECT,
+                f"output {key!r} with source CONTRACT must equal the contract constant {constant!r}, "
+                f"not {written.value!r}",
+                f"write {key!r} again with value {constant!r}",
+            )
+    return None
+
+
+def _evidence_problem(ctx: NodeContext, key: str, written: OutputValue) -> tuple[ErrorCode, str, str] | None:
+    visible = {e.id: e for e in ctx.visible_evidence()}
+    listing = ", ".join(f"{e.id} ({e.tool})" for e in visible.values() if e.succeeded) or "none yet"
+    if not written.source_ref:
+        return (
+            ErrorCode.EVIDENCE_PATH_INVALID,
+            f"output {key!r} has sourceType EVIDENCE but an empty sourceRef (evidence id)",
+            f"set sourceRef to the evidence_id of the tool result the value came from (visible: {listing})",
+        )
+    evidence = visible.get(written.source_ref)
+    if evidence is None or not evidence.succeeded:
+        why = "is not visible to this node" if evidence is None else "is not a succeeded call"
+        return (
+            ErrorCode.SOURCE_REJECT,
+            f"evidence {written.source_ref!r} {why}",
+            f"use the evidence_id of a succeeded tool result of this node (visible: {listing}), "
+            "or call the query tool first",
+        )
+    found, value = get_path(evidence.response, written.source_path)
+    if not found or value != written.value:
+        at = written.source_path or "(the whole response)"
+        seen = repr(value) if found else "nothing"
+        return (
+            ErrorCode.SOURCE_REJECT,
+            f"output {key!r}: evidence {evidence.id} holds {seen} at {at}, not {written.value!r}",
+            f"read the response with builtin_evidence_get({evidence.id!r}) and write the exact value at the path "
+            "you give as sourcePath",
+        )
+    return None
+
+
+async def output_set(ctx: NodeContext, args: JsonObject, call: Call) -> Observation:
+    key = text_arg(args, "key")
+    declared = ctx.skill.contract.outputs
+    keys = ", ".join(declared) or "none"
+    if not key:
+        return call.refuse(
+            ErrorCode.OUTPUT_PATH_INVALID,
+            "the output key is empty",
+            f"call {OUTPUT_SET} with the key of a declared output ({keys})",
+        )
+    if key in RESERVED_OUTPUT_KEYS:
+        return call.refuse(
+            ErrorCode.PLATFORM_FIELD_FORBIDDEN,
+            f"{key!r} is a reserved platform field name and cannot be an output key",
+            f"write one of the declared outputs instead ({keys})",
+        )
+    if declared and key not in declared:
+        return call.refuse(
+            ErrorCode.OUTPUT_WRITE_FORBIDDEN,
+            f"output {key!r} is not declared by this skill's contract",
+            f"write one of the declared outputs: {keys}",
+        )
+    source_path = text_arg(args, "sourcePath") or None
+    written = OutputValue(args.get("value"), str(args["sourceType"]), text_arg(args, "sourceRef") or None, source_path)
+    problem = source_problem(ctx, key, written)
+    if problem is not None:
+        return call.refuse(*problem)
+    ctx.node.outputs[key] = written
+    return call.ok({"key": key, "written": True, "sourceType": written.source_type})
+
+
+OUTPUT_SET_TOOL = Builtin(
+    OUTPUT_SET,
+    "Write one output of this node. Never invent a value: name where it came from. For a tool result use "
+    "sourceType EVIDENCE, sourceRef = the evidence_id, sourcePath = the path in that response.",
+    params(
+        {
+            "key": {"type": "string", "description": "the declared output key"},
+            "value": {"description": "the value (any JSON)"},
+            "sourceType": {"type": "string", "enum": [s.value for s in SourceType], "description": "never MODEL"},
+            "sourceRef": {"type": "string", "description": "EVIDENCE: the evidence_id; otherwise a short reference"},
+            "sourcePath": {"type": "string", "description": "EVIDENCE: the dotted path of the value in the response"},
+        },
+        ("key", "value", "sourceType", "sourceRef"),
+    ),
+    output_set,
+)
+
+
+# the §10.2 completion checks -----------------------------------------------------------------------------------
+def completion_refusal(ctx: NodeContext, output: str) -> tuple[ErrorCode, str, str] | None:
+    """The first failing §10.2 check (code, message, next step), or None when the node may finish."""
+    if not output.strip():
+        return (
+            ErrorCode.FINISH_MISSING_OUTPUT,
+            "builtin_node_finish needs a non-empty 'output'",
+            "call builtin_node_finish again with 'output': the answer for the user, in one or two sentences",
+        )
+    open_writes = [e for e in ctx.node_evidence() if e.write and e.open]
+    if open_writes:
+        listed = ", ".join(f"{e.id} ({e.tool}, {e.status})" for e in open_writes)
+        return (
+            ErrorCode.FINISH_OPEN_EVIDENCE,
+            f"a write of this node is not settled: {listed}",
+            "wait until the write is verified (the runtime checks it or asks the user); do not repeat the write",
+        )
+    declared = ctx.skill.contract.outputs
+    missing = [k for k, o in declared.items() if o.required and not has_value(_value(ctx, k))]
+    if missing:
+        return (
+            ErrorCode.FINISH_OUTPUT_MISSING,
+            f"required output(s) not written or empty: {', '.join(missing)}",
+            f"write each with {OUTPUT_SET} (key, value, sourceType, sourceRef), then call builtin_node_finish",
+        )
+    for key, written in ctx.node.outputs.items():
+        problem = source_problem(ctx, key, written)
+        if problem is not None:
+            return (
+                ErrorCode.FINISH_OUTPUT_SOURCE,
+                f"output {key!r} has no legal source: {problem[1]}",
+                f"fix it with {OUTPUT_SET}: {problem[2]}",
+            )
+    target = ctx.node.target
+    if target:
+        if not any(e.tool == target and e.succeeded for e in ctx.node_evidence()):
+            return (
+                ErrorCode.FINISH_NEED_TARGET,
+                f"the goal of this node is the write {target!r}, and it has not completed",
+                f"call {target} (ask for approval with builtin_node_approval when the runtime requires it); "
+                "if it cannot be done, call builtin_node_fail with the reason",
+            )
+    elif not declared and ctx.skill.tool_names and not any(e.succeeded for e in ctx.node_evidence()):
+        return (
+            ErrorCode.FINISH_NEED_BUSINESS,
+            "this node has not completed any business tool call, so its answer has no basis",
+            f"call one of {', '.join(ctx.skill.tool_names)} first; if the goal cannot be reached, "
+            "call builtin_node_fail with the reason",
+        )
+    return None
+
+
+def _value(ctx: NodeContext, key: str) -> Any:
+    written = ctx.node.outputs.get(key)
+    return None if written is None else written.value
+
+
+# publishing a DONE node --------------------------------------------------------------------------------------
+def publish(ctx: NodeContext) -> tuple[list[str], list[Entity]]:
+    """Write the shares and entities of a DONE node's outputs; return the shared keys and the new entities."""
+    shared: list[str] = []
+    entities: list[Entity] = []
+    for key, spec in ctx.skill.contract.outputs.items():
+        written = ctx.node.outputs.get(key)
+        if written is None or not has_value(written.value):
+            continue
+        if spec.share is ShareScope.TASK:
+            ctx.task.shared[key] = written.value
+            shared.append(f"shared.{key}")
+        elif spec.share is ShareScope.SESSION:
+            ctx.session.values[key] = written.value
+            shared.append(f"session.{key}")
+        if spec.entity is not None:
+            entities += entities_of(spec.entity, written.value, ctx.task.id)
+    for entity in entities:
+        ctx.session.entities = [e for e in ctx.session.entities if (e.type, e.id) != (entity.type, entity.id)]
+        ctx.session.entities.append(entity)
+    return shared, entities
+
+
+def _simple(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool)
+
+
+def entities_of(spec: EntitySpec, value: Any, task_id: str | None) -> list[Entity]:
+    """Entities of an output value: an object by its ``id``/``name`` fields (every simple field but the id becomes
+    an attribute, as for extracts); each item of a list; a scalar named by ``scalar`` first (no ``scalar`` → no
+    entity). Items without an id are skipped."""
+    if isinstance(value, list):
+        return [e for item in value for e in entities_of(spec, item, task_id)]
+    if not isinstance(value, dict):
+        if spec.scalar is None or not _simple(value):
+            return []
+        value = {spec.scalar: value}
+    ident = value.get(spec.id)
+    if not has_value(ident) or not _simple(ident):
+        return []
+    name = value.get(spec.name)
+    attrs = {k: v for k, v in value.items() if k != spec.id and (v is None or _simple(v))}
+    return [Entity(spec.type, str(ident), None if name is None else str(name), attrs, task_id)]

@@ -1,0 +1,80 @@
+"""Stage 1 (§13 ArgPolicy): the arguments are a JSON object carrying every schema-required argument.
+
+Arguments bound by ``from``/``const`` are exempt from the required check (binding fills them next). The schema is
+the one of the tool's catalog skill (found by tool name); a tool the catalog does not know is unreachable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ...invoke.inputs import is_empty
+from ..codes import ErrorCode
+from ..state import Observation
+from .base import ChainCall
+
+
+def _schema(call: ChainCall) -> Mapping[str, Any]:
+    if call.catalog_skill is None:
+        return {}
+    schema = call.catalog_skill.schema
+    sub = call.args.get("_subcommand")
+    if schema.subcommands and isinstance(sub, str) and sub in schema.subcommands:
+        return schema.subcommands[sub]
+    return schema.exposed
+
+
+def _exempt(call: ChainCall) -> set[str]:
+    """Top-level argument names bound by from/const in the contract."""
+    if call.contract is None:
+        return set()
+    return {
+        arg.path.split(".")[0].replace("[]", "")
+        for arg in call.contract.args.values()
+        if arg.from_expr is not None or arg.has_const
+    }
+
+
+def check(call: ChainCall) -> Observation | None:
+    raw = call.raw_arguments
+    if isinstance(raw, str):
+        if not raw.strip():
+            raw = {}
+        else:
+            try:
+                raw = json.loads(raw)
+            except ValueError as exc:
+                return call.refuse(
+                    ErrorCode.ARG_JSON_INVALID,
+                    f"the arguments of {call.tool!r} are not valid JSON: {exc}",
+                    f'call {call.tool} again with the arguments as one JSON object, e.g. {{"name": "value"}}',
+                )
+    if not isinstance(raw, Mapping):
+        return call.refuse(
+            ErrorCode.ARG_REJECTED,
+            f"the arguments of {call.tool!r} must be a JSON object, not {type(raw).__name__}",
+            f"call {call.tool} again with the arguments as one JSON object",
+        )
+    call.args = json.loads(json.dumps(raw, default=str))  # a private deep copy binding may change
+    resolved = call.ctx.yard.resolve(call.tool)
+    if resolved is None:
+        return call.refuse(
+            ErrorCode.TOOL_UNREACHABLE,
+            f"tool {call.tool!r} is listed for this skill but no skill of that name is installed",
+            "do not call it again; use another tool or call builtin_node_fail with the reason",
+        )
+    call.catalog_skill = resolved[0]
+    exempt = _exempt(call)
+    required = [str(n) for n in _schema(call).get("required") or [] if str(n) not in exempt]
+    missing = [name for name in required if is_empty(call.args.get(name))]
+    if missing:
+        names = ", ".join(missing)
+        return call.refuse(
+            ErrorCode.ARG_REJECTED,
+            f"{call.tool!r} is missing required argument(s): {names}",
+            f"call {call.tool} again with a value for {names} (ask the user with builtin_node_follow_up "
+            "if you do not know it)",
+        )
+    return None

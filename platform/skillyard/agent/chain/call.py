@@ -1,0 +1,123 @@
+"""The entry point of the tool-call chain for business tools (§13): :func:`call_tool`.
+
+Stages, in order: catalog (``toolNames``) → arg policy → arg binding → param contract → fingerprint check → write
+gate → the call → response contract → evidence → fingerprint count. A refusal before the call registers no
+evidence and runs nothing. A write is registered ``STARTED`` before its call and never retried automatically.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..codes import ErrorCode
+from ..context import NodeContext
+from ..state import Evidence, EvidenceStatus, Observation
+from . import arg_binding, arg_policy, evidence, fingerprint, invoke, param_contract, response, write_gate
+from .base import ChainCall
+
+DEFAULT_LABEL = "正在处理"
+
+
+def _denied(call: ChainCall) -> Observation:
+    tools = ", ".join(call.ctx.skill.tool_names) or "none"
+    return call.refuse(
+        ErrorCode.CATALOG_DENIED,
+        f"{call.tool!r} is not a tool of this skill",
+        f"call one of this skill's tools ({tools}) or a builtin_* tool instead",
+    )
+
+
+def _before(call: ChainCall) -> Observation | None:
+    refusal = arg_policy.check(call)
+    if refusal is not None:
+        return refusal
+    arg_binding.bind(call)
+    return param_contract.check(call) or fingerprint.check(call) or write_gate.check(call)
+
+
+def _failure_step(call: ChainCall, failure: invoke.Failure, status: EvidenceStatus) -> str:
+    if status is EvidenceStatus.UNKNOWN:
+        verify = call.contract.verify if call.contract else None
+        check = (
+            f"it will be checked with {verify.tool} when the node resumes"
+            if verify
+            else "the user will be asked whether it took effect"
+        )
+        return f"do not call {call.tool} again: the write may have happened and {check}; continue or finish later"
+    if failure is invoke.Failure.PARAMS:
+        return f"fix the arguments named in the error and call {call.tool} again"
+    if failure is invoke.Failure.UNREACHABLE:
+        return f"{call.tool} cannot be reached now; try again later or call builtin_node_fail with the reason"
+    return f"call {call.tool} again once, or call builtin_node_fail with the reason if it keeps failing"
+
+
+async def _execute(call: ChainCall) -> Observation:
+    ctx = call.ctx
+    record = Evidence(
+        id=await ctx.store.new_evidence_id(),
+        task_id=ctx.task.id,
+        node_id=ctx.node.id,
+        tool=call.tool,
+        args=call.args,
+        write=call.is_write,
+        status=EvidenceStatus.STARTED,
+        idempotency_key=call.idempotency_key,
+    )
+    if call.is_write:
+        await ctx.record(record)  # §14: registered before the call, so a crash leaves a trace
+    ctx.events.append({"type": "tool", "tool": call.tool, "label": call.label if call.contract else DEFAULT_LABEL})
+    envelope = await invoke.run(call)
+    record.response = envelope
+    failure = invoke.classify(envelope)
+    if failure is not None:
+        record.status = failure.status(call.is_write)
+        record.error_code = failure.code.value
+        record.error_message = str(envelope.get("error") or failure.name)
+        observation = call.refuse(
+            failure.code,
+            record.error_message,
+            _failure_step(call, failure, record.status),
+            evidence_id=record.id,
+        )
+    else:
+        record.status = EvidenceStatus.SUCCESS
+        record.business_ok = response.business_ok(call.contract, envelope)
+        if record.business_ok:
+            evidence.fill(ctx, call.contract, record)
+            observation = call.observation(True, envelope, evidence_id=record.id)
+        else:
+            record.error_code, record.error_message = response.business_error(call.contract, envelope)
+            observation = call.refuse(
+                record.error_code,
+                f"{call.label} failed: {record.error_message}",
+                "read the error: fix the arguments and call again, ask the user with builtin_node_follow_up, "
+                "or call builtin_node_fail with the reason",
+                evidence_id=record.id,
+            )
+    await ctx.record(record)
+    fingerprint.count(call, record)
+    return observation
+
+
+async def call_tool(
+    ctx: NodeContext,
+    name: str,
+    arguments: str | dict[str, Any],
+    *,
+    call_id: str | None = None,
+    approved: bool = False,
+) -> Observation:
+    """Run one business-tool call through the §13 chain and return what the model sees.
+
+    ``approved=True`` is the CONFIRM path of §14.1 step 3: no approval and no fingerprint check, everything else
+    as usual. Builtin tools are not handled here (they are not in ``toolNames``: ``CATALOG_DENIED``).
+    """
+    call = ChainCall(ctx, name, arguments, call_id=call_id, approved=approved, contract=ctx.tool_contract(name))
+    if not ctx.is_business_tool(name):
+        return _denied(call)
+    if call.is_write and ctx.node.target is None:
+        ctx.node.target, ctx.node.target_claimed = name, True  # §10.1 row 3: the first write call, even if stopped
+    refusal = _before(call)
+    if refusal is not None:
+        return refusal
+    return await _execute(call)

@@ -1,0 +1,48 @@
+"""Stages 4 and 8 (§13.4): the repeated-call fuse.
+
+The count is of consecutive successful calls with the same tool and the same (bound) arguments; any other real
+call resets it. With ``settings.fingerprint_limit`` = 3, calls 1–3 run and the 4th identical call trips
+``FINGERPRINT_TRIP``, which fails the node.
+"""
+
+from __future__ import annotations
+
+from ..codes import ErrorCode
+from ..state import Evidence, NodeStatus, Observation
+from .base import ChainCall, canonical, digest
+
+
+def fingerprint(tool: str, args: object) -> str:
+    return digest(f"{tool}\n{canonical(args)}")
+
+
+def check(call: ChainCall) -> Observation | None:
+    call.fingerprint = fingerprint(call.tool, call.args)
+    if call.approved:
+        return None  # §14.1 step 3: the confirmed write skips the fuse
+    node = call.ctx.node
+    limit = int(getattr(call.ctx.settings, "fingerprint_limit", 3))
+    if node.fingerprint != call.fingerprint or node.fingerprint_count < limit:
+        return None
+    reason = (
+        f"{call.tool} was called {node.fingerprint_count} times in a row with the same arguments and the same "
+        "success; the node stopped to avoid a loop"
+    )
+    node.status = NodeStatus.FAILED
+    node.reply = reason
+    return call.refuse(
+        ErrorCode.FINGERPRINT_TRIP,
+        reason,
+        "the node has failed; do not call tools again — use the results you already have in your reply",
+    )
+
+
+def count(call: ChainCall, evidence: Evidence) -> None:
+    """After a real call: one more identical success, or a reset."""
+    node = call.ctx.node
+    if not evidence.succeeded:
+        node.fingerprint, node.fingerprint_count = None, 0
+    elif node.fingerprint == call.fingerprint:
+        node.fingerprint_count += 1
+    else:
+        node.fingerprint, node.fingerprint_count = call.fingerprint, 1

@@ -1,0 +1,103 @@
+"""The call itself and §14.4: how a failed envelope is classified.
+
+The business skill runs through ``yard.run`` with the caller's identity, the session id and, for writes, the
+idempotency key in its runtime_context. The envelope says what went wrong (invoke/envelope.py, pipeline.py):
+
+* ``timed_out`` (the wall clock, or an HTTP timeout) → ``TOOL_TIMEOUT``;
+* ``exception_type`` ``ConnectionRefusedError`` (in-process, or an HTTP skill's refused connection) →
+  ``TOOL_UNREACHABLE``; any other ``OSError`` subclass → ``TOOL_IO_ERROR``; any other exception → ``TOOL_ERROR``;
+* the platform's input-validation failure (``need_param`` + ``error_type: recoverable``, no exception) → a
+  params error (``MCP_INVALID_PARAMS``);
+* any other failure envelope (``success``/``ok`` false) is a business failure, judged by the response contract.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import socket
+import ssl
+from enum import Enum
+from typing import Any
+
+from ...invoke.envelope import is_failure
+from ..codes import ErrorCode
+from ..state import EvidenceStatus
+from .base import ChainCall
+
+
+class Failure(Enum):
+    """What kind of failure an envelope reports (None of these: the call returned)."""
+
+    TIMEOUT = ErrorCode.TOOL_TIMEOUT
+    UNREACHABLE = ErrorCode.TOOL_UNREACHABLE
+    IO = ErrorCode.TOOL_IO_ERROR
+    PARAMS = ErrorCode.MCP_INVALID_PARAMS
+    ERROR = ErrorCode.TOOL_ERROR
+
+    @property
+    def code(self) -> ErrorCode:
+        return ErrorCode(self.value)
+
+    def status(self, write: bool) -> EvidenceStatus:
+        """§14.4: reads always FAILED; writes UNKNOWN unless the failure is certain (unreachable, params)."""
+        if not write or self in (Failure.UNREACHABLE, Failure.PARAMS):
+            return EvidenceStatus.FAILED
+        return EvidenceStatus.UNKNOWN
+
+
+def _exception_class(name: str) -> type[BaseException] | None:
+    for module in (builtins, socket, ssl, asyncio):
+        found = getattr(module, name, None)
+        if isinstance(found, type) and issubclass(found, BaseException):
+            return found
+    return None
+
+
+def failed(envelope: Any) -> bool:
+    if not isinstance(envelope, dict):
+        return False
+    return is_failure(envelope.get("success")) or is_failure(envelope.get("ok"))
+
+
+def classify(envelope: dict[str, Any]) -> Failure | None:
+    """The §14.4 class of a failed envelope, or None (success, or a business failure)."""
+    if not failed(envelope):
+        return None
+    if envelope.get("timed_out"):
+        return Failure.TIMEOUT
+    kind = envelope.get("exception_type")
+    if isinstance(kind, str) and kind:
+        if kind == "ConnectionRefusedError":
+            return Failure.UNREACHABLE
+        cls = _exception_class(kind)
+        if cls is not None and issubclass(cls, OSError):
+            return Failure.IO
+        return Failure.ERROR
+    if "need_param" in envelope and envelope.get("error_type") == "recoverable":
+        return Failure.PARAMS
+    return None
+
+
+def runtime_context(call: ChainCall) -> dict[str, Any]:
+    """The caller's identity, the session id and, for writes, the idempotency key."""
+    ctx = call.ctx
+    context: dict[str, Any] = {**ctx.session.identity, "session_id": ctx.session.id}
+    if call.is_write and call.idempotency_key:
+        context["idempotency_key"] = call.idempotency_key
+    return context
+
+
+async def run(call: ChainCall) -> dict[str, Any]:
+    """Run the business skill once (never retried); an exception of the platform itself becomes an envelope."""
+    try:
+        envelope = await call.ctx.yard.run(call.tool, call.args, context=runtime_context(call))
+    except Exception as exc:
+        message = str(exc).strip() or exc.__class__.__name__
+        return {
+            "ok": False,
+            "success": False,
+            "error": f"calling {call.tool!r} failed: {message}",
+            "exception_type": exc.__class__.__name__,
+        }
+    return envelope

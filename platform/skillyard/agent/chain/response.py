@@ -1,0 +1,119 @@
+"""Stage 6 (§13 ResponseContract, §6.1–§6.2): did the business succeed, and if not, which code and message.
+
+* a failure envelope (``success``/``ok`` false without exception or timeout) is a business failure;
+* ``success`` configured and the response empty → business failure;
+* ``success`` not configured → success whenever the call layer did not fail;
+* ``EQ`` compares numerically when both sides are numbers (``200`` equals ``"200"``), else as text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from ..codes import ErrorCode
+from ..contract import SuccessOp, SuccessSpec, ToolContract
+from ..paths import get_path, has_value
+from .invoke import failed
+
+MESSAGE_LIMIT = 500
+ENVELOPE_FLAGS = ("ok", "success")
+
+
+def payload(envelope: Any) -> Any:
+    """What the skill returned, without the envelope's ok/success flags (a bare result unwrapped)."""
+    if not isinstance(envelope, Mapping):
+        return envelope
+    rest = {k: v for k, v in envelope.items() if k not in ENVELOPE_FLAGS}
+    if set(rest) == {"result"}:
+        return rest["result"]
+    return rest
+
+
+def is_empty_response(envelope: Any) -> bool:
+    data = payload(envelope)
+    if isinstance(data, Mapping):
+        return not any(has_value(v) for v in data.values())
+    return not has_value(data)
+
+
+def _number(value: Any) -> Decimal | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float | str):
+        try:
+            number = Decimal(str(value).strip())
+        except InvalidOperation:
+            return None
+        return number if number.is_finite() else None
+    return None
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def equal(a: Any, b: Any) -> bool:
+    """§6.1 EQ: numerically when both sides are numbers, else as text."""
+    x, y = _number(a), _number(b)
+    if x is not None and y is not None:
+        return x == y
+    return _text(a) == _text(b)
+
+
+def truthy(value: Any) -> bool:
+    """§6.1 TRUTHY: not null/false/0/""/"0"/"false", not an empty container."""
+    if value is None or value is False or value == "" or value == [] or value == {}:
+        return False
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
+        return False
+    return not (isinstance(value, str) and value.strip().lower() in ("0", "false"))
+
+
+def holds(spec: SuccessSpec, response: Any) -> bool:
+    found, value = get_path(response, spec.path)
+    options = spec.value if isinstance(spec.value, list) else [spec.value]
+    op = spec.op or SuccessOp.TRUTHY  # an unset op (preflight warns): a truthy value counts as success
+    if op is SuccessOp.EXISTS:
+        return found
+    if op is SuccessOp.TRUTHY:
+        return found and truthy(value)
+    if op is SuccessOp.EQ:
+        return found and equal(value, spec.value)
+    if op is SuccessOp.NE:
+        return not (found and equal(value, spec.value))
+    inside = found and any(equal(value, option) for option in options)
+    return inside if op is SuccessOp.IN else not inside
+
+
+def business_ok(contract: ToolContract | None, envelope: Any) -> bool:
+    if failed(envelope):
+        return False
+    spec = contract.success if contract is not None else None
+    if spec is None:
+        return True
+    if is_empty_response(envelope):
+        return False
+    return holds(spec, envelope)
+
+
+def business_error(contract: ToolContract | None, envelope: Any) -> tuple[str, str]:
+    """(code, message) of a business failure (§6.2)."""
+    spec = contract.error if contract is not None else None
+    code: str = ErrorCode.TOOL_BUSINESS_FAILED.value
+    message = None
+    if spec is not None and spec.code:
+        found, value = get_path(envelope, spec.code)
+        if found and has_value(value):
+            code = _text(value)
+    if spec is not None and spec.message:
+        found, value = get_path(envelope, spec.message)
+        if found and has_value(value):
+            message = _text(value)
+    if message is None:
+        message = _text(envelope)[:MESSAGE_LIMIT]
+    return code, message

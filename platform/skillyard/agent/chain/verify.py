@@ -1,0 +1,99 @@
+"""§14.3 / §6.4: checking an uncertain write with its read-only verify tool, and re-binding an approved write.
+
+:func:`verify_write` builds the verify arguments (``const`` or ``call.<path>`` of the original request; none
+configured: the original request as it is), runs the verify tool once (a real execution: it gets its own
+evidence) and settles the write by the verify tool's own success condition: success → the write SUCCESS,
+business failure → the write FAILED. When the verify call itself fails the write stays uncertain.
+
+:func:`preview_binding` re-binds a gated write's arguments against the current state (no side effects) and
+rebuilds its summary, so a CONFIRM can tell whether what will run is still what the user saw.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ..codes import ErrorCode
+from ..context import NodeContext
+from ..contract import UNSET
+from ..paths import get_path
+from ..state import Evidence, EvidenceStatus, Observation
+from . import arg_binding, evidence, invoke, response
+from .base import ChainCall
+from .summary import build_summary
+
+
+def preview_binding(ctx: NodeContext, tool: str, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """(the arguments after binding, their "标签：值" summary) without running anything."""
+    call = ChainCall(ctx, tool, args, contract=ctx.tool_contract(tool))
+    call.args = copy.deepcopy(args)
+    arg_binding.bind(call)
+    return call.args, build_summary(call.contract, call.args, call.sources)
+
+
+def verify_args(ctx: NodeContext, record: Evidence) -> dict[str, Any] | None:
+    contract = ctx.tool_contract(record.tool)
+    spec = contract.verify if contract is not None else None
+    if spec is None:
+        return None
+    if not spec.args:
+        return copy.deepcopy(record.args)
+    args: dict[str, Any] = {}
+    for key, arg in spec.args.items():
+        if arg.const is not UNSET:
+            arg_binding.put(args, key, arg.const)
+        elif arg.from_expr is not None:
+            found, value = get_path(record.args, arg.from_expr.path)
+            if found:
+                arg_binding.put(args, key, copy.deepcopy(value))
+    return args
+
+
+async def verify_write(ctx: NodeContext, record: Evidence) -> Observation:
+    """Verify one UNKNOWN / UNKNOWN_PRE_CALL write; the returned observation says what was concluded."""
+    contract = ctx.tool_contract(record.tool)
+    args = verify_args(ctx, record)
+    assert contract is not None and contract.verify is not None and args is not None
+    tool = contract.verify.tool
+    call = ChainCall(ctx, tool, args, contract=ctx.tool_contract(tool), args=args)
+    check = Evidence(
+        id=await ctx.store.new_evidence_id(),
+        task_id=ctx.task.id,
+        node_id=ctx.node.id,
+        tool=tool,
+        args=args,
+        write=False,
+        status=EvidenceStatus.STARTED,
+    )
+    envelope = await invoke.run(call)
+    check.response = envelope
+    failure = invoke.classify(envelope)
+    if failure is not None:
+        check.status, check.error_code = EvidenceStatus.FAILED, failure.code.value
+        check.error_message = str(envelope.get("error") or failure.name)
+        await ctx.record(check)
+        return call.refuse(
+            failure.code,
+            f"could not check whether {record.tool} took effect: {check.error_message}",
+            f"do not call {record.tool} again until it is settled; ask the user with builtin_node_follow_up",
+            evidence_id=record.id,
+        )
+    check.status = EvidenceStatus.SUCCESS
+    check.business_ok = response.business_ok(call.contract, envelope)
+    if check.business_ok:
+        evidence.fill(ctx, call.contract, check)
+    await ctx.record(check)
+    record.status = EvidenceStatus.SUCCESS if check.business_ok else EvidenceStatus.FAILED
+    record.business_ok = bool(check.business_ok)
+    if not check.business_ok:
+        record.error_code = ErrorCode.TOOL_BUSINESS_FAILED.value
+        record.error_message = f"{tool} found no trace of the write"
+    await ctx.record(record)
+    verdict = "took effect" if check.business_ok else "did not take effect"
+    return call.observation(
+        True,
+        {"verified": record.tool, "took_effect": bool(check.business_ok), "result": envelope},
+        next_step=f"{record.tool} {verdict} (checked with {tool})",
+        evidence_id=record.id,
+    )
