@@ -135,12 +135,14 @@ def offered_names(ctx: NodeContext) -> list[str]:
 
 
 # catalog and arguments ---------------------------------------------------------------------------------------
-def test_builtin_names_cover_section_12():
+def test_builtin_names_cover_section_12(ctx):
     env = {"current_datetime", "generate_uuid", "format_datetime", "add_datetime", "diff_datetime"}
     env |= {"get_weekday", "random_int", "hash"}
     node = {"builtin_node_" + n for n in ("follow_up", "approval", "finish", "fail", "delegate")}
     others = {"builtin_output_set", "builtin_state_set", "builtin_evidence_get", "builtin_session_info"}
-    assert node | others | {"builtin_env_" + n for n in env} == BUILTIN_NAMES
+    skill_md = {"read_skill_file"}  # the addition for skill_md sub-agents
+    assert node | others | skill_md | {"builtin_env_" + n for n in env} == BUILTIN_NAMES
+    assert "read_skill_file" not in offered_names(ctx)  # offered to skill_md sub-agents only
 
 
 def test_offered_definitions_are_openai_functions(ctx):

@@ -305,3 +305,33 @@ def test_cli_run_and_resume(tmp_path: Path) -> None:
         cli_main, ["agent", "run", str(agent_dir), "--session", "cli-2", "--message", "x", "--model", "nonsense"]
     )
     assert bad.exit_code != 0 and "script:" in bad.output and "Traceback" not in bad.output
+
+
+async def test_skill_md_tool_runs_as_an_isolated_sub_agent(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    agent_dir = make_agent(tmp_path, log)
+    keeper = agent_dir / "skills" / "keeper" / "SKILL.md"
+    keeper.write_text(
+        keeper.read_text(encoding="utf-8").replace("[saveNote, findNote]", "[saveNote, findNote, digest]")
+    )
+    manual = "# Digest\nLook the note up with findNote, then finish with a one-line digest.\n" + "细节。" * 3000
+    digest = agent_dir / "skills" / "digest" / "SKILL.md"
+    digest.parent.mkdir(parents=True)
+    digest.write_text(f"---\nname: digest\ndescription: Digest a note.\nallowed-tools: findNote\n---\n{manual}")
+    model = script(
+        tmp_path / "turns.yaml",
+        tool("digest", task="总结周报"),  # the parent calls the skill_md tool …
+        tool("read_skill_file", offset=8000),  # … the sub-agent reads the rest of its long manual,
+        tool("findNote", title="周报"),  # uses its allowed tool,
+        tool("builtin_node_finish", output="周报：没有记录"),  # and finishes;
+        tool("builtin_node_fail", reason="nothing to save"),  # then the parent goes on.
+    )
+    async with SkillYard() as yard:
+        agent = await yard.agent(agent_dir, model=model)
+        turn = await agent.send("s-sub", "总结周报", identity=IDENTITY)
+        stored = await AgentStore(yard.database).load_session("s-sub")
+    first = turn.observations[0]
+    assert first.tool == "digest" and first.ok, first
+    assert first.content["result"] == "周报：没有记录" and first.content["sub_agent"] == "digest"
+    assert turn.status == "FAILED" and turn.reply == "nothing to save"
+    assert stored is not None and stored.model_state["script"]["position"] == 5  # one script across both

@@ -79,6 +79,7 @@ class NodeContext:
     evidence: list[Evidence] = field(default_factory=list)  # the task's evidence, oldest first
     upstream_node_ids: list[str] = field(default_factory=list)  # dependency / delegation ancestors, nearest first
     events: list[dict[str, Any]] = field(default_factory=list)  # progress events of this turn (tool labels, …)
+    model: Any = None  # the node's ChatModel: skill_md business tools run as sub-agents on it
 
     @property
     def platform(self) -> dict[str, str]:

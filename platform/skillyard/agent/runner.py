@@ -42,7 +42,7 @@ from .state import (
     now,
     to_json,
 )
-from .store import AgentStore, new_id
+from .store import AgentStore, MemoryAgentStore, new_id
 
 #: Model calls per node and turn before the node fails (a runaway loop guard; FINGERPRINT_TRIP catches repeats).
 STEP_BUDGET = 24
@@ -104,13 +104,14 @@ class Agent:
         model: ChatModel,
         settings: AgentSettings,
         model_spec: str | None = None,
+        store: AgentStore | MemoryAgentStore | None = None,
     ) -> None:
         self.yard = yard
         self.loaded = loaded
         self.model = model
         self.settings = settings
         self.model_spec = model_spec
-        self.store = AgentStore(yard.database)
+        self.store = store if store is not None else AgentStore(yard.database)
 
     @property
     def profile(self) -> Any:
@@ -131,6 +132,12 @@ class Agent:
             return await self._turn(ctx, settle=True)
         ctx = await self._start(session, message, skill_key)
         self._user_says(ctx, message)
+        return await self._turn(ctx)
+
+    async def run_isolated(self, session: SessionState, goal: str, skill_key: str) -> TurnResult:
+        """One turn of a fresh task in ``session`` (a sub-agent's own session, usually on a MemoryAgentStore)."""
+        ctx = await self._start(session, goal, skill_key)
+        self._user_says(ctx, goal)
         return await self._turn(ctx)
 
     async def resume(self, session_id: str, action: str | ResumeAction, text: str | None = None) -> TurnResult:
@@ -172,7 +179,9 @@ class Agent:
         skill = self.loaded.skills.get(node.skill_key)
         if skill is None:
             raise AgentError(f"skill {node.skill_key!r} of the open node is no longer loaded; check the agent folder")
-        return NodeContext(self.yard, skill, session, task, node, self.store, self.settings, evidence=evidence)
+        return NodeContext(
+            self.yard, skill, session, task, node, self.store, self.settings, evidence=evidence, model=self.model
+        )
 
     async def _start(self, session: SessionState, message: str, skill_key: str | None) -> NodeContext:
         key = skill_key or next(iter(self.loaded.skills), None)

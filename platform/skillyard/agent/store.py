@@ -116,3 +116,40 @@ class AgentStore:
         """The task's evidence, oldest first."""
         found = [from_json(Evidence, row) for row in await self._state("agent_evidence", "task_id", task_id)]
         return sorted(found, key=lambda e: e.seq)
+
+
+class MemoryAgentStore:
+    """The AgentStore interface kept in memory: isolated sub-agents (skill_md skills) leave nothing behind."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, SessionState] = {}
+        self.tasks: dict[str, TaskState] = {}
+        self.nodes: dict[str, NodeState] = {}
+        self.evidence: dict[str, Evidence] = {}
+
+    async def load_session(self, session_id: str) -> SessionState | None:
+        return self.sessions.get(session_id)
+
+    async def save_session(self, state: SessionState) -> None:
+        self.sessions[state.id] = state
+
+    async def load_task(self, task_id: str) -> TaskState | None:
+        return self.tasks.get(task_id)
+
+    async def save_task(self, task: TaskState) -> None:
+        self.tasks[task.id] = task
+
+    async def load_node(self, node_id: str) -> NodeState | None:
+        return self.nodes.get(node_id)
+
+    async def save_node(self, node: NodeState) -> None:
+        self.nodes[node.id] = node
+
+    async def new_evidence_id(self) -> str:
+        return new_id("ev")
+
+    async def save_evidence(self, evidence: Evidence) -> None:
+        self.evidence[evidence.id] = evidence
+
+    async def load_evidence(self, task_id: str) -> list[Evidence]:
+        return sorted((e for e in self.evidence.values() if e.task_id == task_id), key=lambda e: e.seq)

@@ -34,6 +34,8 @@ from .node import (
     FOLLOW_UP_TOOL,
 )
 from .outputs import OUTPUT_SET, OUTPUT_SET_TOOL, completion_refusal, outputs_used
+from .skill_file import READ_SKILL_FILE, READ_SKILL_FILE_TOOL
+from .skill_file import offered as skill_file_offered
 from .state_tools import EVIDENCE_GET_TOOL, RESERVED_STATE_KEYS, SESSION_INFO_TOOL, STATE_SET_TOOL
 
 __all__ = [
@@ -60,6 +62,7 @@ BUILTINS: dict[str, Builtin] = {
         EVIDENCE_GET_TOOL,
         SESSION_INFO_TOOL,
         *ENV_TOOLS,
+        READ_SKILL_FILE_TOOL,
     )
 }
 BUILTIN_NAMES: frozenset[str] = frozenset(BUILTINS)
@@ -73,6 +76,8 @@ def is_offered(ctx: NodeContext, name: str) -> bool:
         return outputs_used(ctx)
     if name == DELEGATE:
         return False  # part 1: no delegation
+    if name == READ_SKILL_FILE:
+        return skill_file_offered(ctx)
     return name in BUILTINS
 
 

@@ -91,6 +91,11 @@ def runtime_context(call: ChainCall) -> dict[str, Any]:
 async def run(call: ChainCall) -> dict[str, Any]:
     """Run the business skill once (never retried); an exception of the platform itself becomes an envelope."""
     try:
+        found = call.ctx.yard.resolve(call.tool)
+        if found is not None and found[0].skill_type == "skill_md" and call.ctx.model is not None:
+            from ..sub_agent import run_skill_md
+
+            return await run_skill_md(call.ctx, found[0], call.args)
         envelope = await call.ctx.yard.run(call.tool, call.args, context=runtime_context(call))
     except Exception as exc:
         message = str(exc).strip() or exc.__class__.__name__

@@ -1,0 +1,41 @@
+"""``read_skill_file``: the rest of a long manual, for skill_md sub-agents (the prompt shows only its head).
+
+Offered when the node's skill is a skill_md skill (a SKILL.md run as an isolated sub-agent); it reads files inside
+that skill's folder only, through ``SkillYard.read_skill_file`` (40,000 characters per call, ``next_offset`` to
+continue).
+"""
+
+from __future__ import annotations
+
+from ...errors import SkillyardError
+from ..codes import ErrorCode
+from ..context import NodeContext
+from ..state import Observation
+from .common import Builtin, Call, JsonObject, params, text_arg
+
+READ_SKILL_FILE = "read_skill_file"
+
+
+def offered(ctx: NodeContext) -> bool:
+    return ctx.skill.skill.skill_type == "skill_md"
+
+
+async def read_skill_file(ctx: NodeContext, args: JsonObject, call: Call) -> Observation:
+    path = text_arg(args, "path") or "SKILL.md"
+    offset = args.get("offset") or 0
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        return call.refuse(
+            ErrorCode.ARG_REJECTED, f"offset must be a whole number ≥ 0, not {offset!r}", "pass offset=0"
+        )
+    try:
+        return call.ok(ctx.yard.read_skill_file(ctx.skill.skill.name, path, offset))
+    except SkillyardError as exc:
+        return call.refuse(ErrorCode.ARG_REJECTED, str(exc), "read SKILL.md, or a file the manual names")
+
+
+READ_SKILL_FILE_TOOL = Builtin(
+    READ_SKILL_FILE,
+    "Read the skill's manual (SKILL.md) or another file of the skill's folder, from an offset.",
+    params({"path": {"type": "string"}, "offset": {"type": "integer"}}),
+    read_skill_file,
+)
