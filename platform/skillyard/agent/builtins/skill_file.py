@@ -1,8 +1,8 @@
-"""``read_skill_file``: the rest of a long manual, for skill_md sub-agents (the prompt shows only its head).
+"""``read_skill_file``: the rest of a long manual (the prompt shows only its first 8,000 characters).
 
-Offered when the node's skill is a skill_md skill (a SKILL.md run as an isolated sub-agent); it reads files inside
-that skill's folder only, through ``SkillYard.read_skill_file`` (40,000 characters per call, ``next_offset`` to
-continue).
+Offered when the node's manual is longer than the prompt shows (a skill_md sub-agent's SKILL.md, or a long contract
+skill manual); it reads files inside that skill's folder only, through ``SkillYard.read_skill_file`` (40,000
+characters per call, ``next_offset`` to continue).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from ...errors import SkillyardError
 from ..codes import ErrorCode
 from ..context import NodeContext
+from ..prompt import MANUAL_HEAD_CHARS
 from ..state import Observation
 from .common import Builtin, Call, JsonObject, params, text_arg
 
@@ -17,7 +18,7 @@ READ_SKILL_FILE = "read_skill_file"
 
 
 def offered(ctx: NodeContext) -> bool:
-    return ctx.skill.skill.skill_type == "skill_md"
+    return len(ctx.skill.manual) > MANUAL_HEAD_CHARS
 
 
 async def read_skill_file(ctx: NodeContext, args: JsonObject, call: Call) -> Observation:
