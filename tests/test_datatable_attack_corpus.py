@@ -27,7 +27,7 @@ import pytest
 from datatable_support import asyncpg_dsn, load_datatable_module
 
 channel = load_datatable_module("sql_channel")
-store = load_datatable_module("store")
+store_tables = load_datatable_module("store_tables")
 perms = load_datatable_module("permissions")
 protection = load_datatable_module("protection")
 SqlChannelError = channel.SqlChannelError
@@ -431,17 +431,17 @@ async def world(database_url: str) -> AsyncIterator[World]:
     role = channel.role_name(a)
     try:
         # Organisation A: an ordinary table, a scratch table, an own-scoped table, the metadata tables.
-        await store.create_table(
+        await store_tables.create_table(
             conn, a, "库存", [{"title": "名称", "uidt": "文本"}, {"title": "数量", "uidt": "数字"}]
         )
         await conn.executemany(f'INSERT INTO "{a}"."库存" ("名称", "数量") VALUES ($1, $2)', A_ROWS)
-        await store.create_table(conn, a, "草稿", [{"title": "内容", "uidt": "文本"}])
+        await store_tables.create_table(conn, a, "草稿", [{"title": "内容", "uidt": "文本"}])
         own = [
             {"title": "姓名", "uidt": "文本"},
             {"title": "负责人", "uidt": "文本"},
             {"title": "薪资", "uidt": "数字"},
         ]
-        await store.create_table(conn, a, "工资", own)
+        await store_tables.create_table(conn, a, "工资", own)
         await conn.executemany(f'INSERT INTO "{a}"."工资" ("姓名", "负责人", "薪资") VALUES ($1, $2, $3)', OWN_ROWS)
         # A view over the own-scoped table, made on the channel before the table was limited: row-level security
         # (FORCEd, and the org role is no superuser) must still hide every row from it.
@@ -455,7 +455,7 @@ async def world(database_url: str) -> AsyncIterator[World]:
                 VALUES ('tok', 'delete_by', 'fp', 12, now() + interval '1 hour')"""
         )
         # Organisation B: a store table with rows, and a plain one.
-        await store.create_table(conn, b, "机密", [{"title": "v", "uidt": "文本"}])
+        await store_tables.create_table(conn, b, "机密", [{"title": "v", "uidt": "文本"}])
         await conn.executemany(f'INSERT INTO "{b}"."机密" (v) VALUES ($1)', [(v,) for v in B_ROWS])
         await conn.execute(f'CREATE TABLE "{b}".secret (id bigserial PRIMARY KEY, v text)')
         await conn.execute(f"INSERT INTO \"{b}\".secret (v) VALUES ('b-plain')")

@@ -12,12 +12,14 @@ import pytest
 
 from datatable_support import load_datatable_module
 
-fields = load_datatable_module("fields")
-FieldDef = fields.FieldDef
-FieldError = fields.FieldError
-RowValidator = fields.RowValidator
-parse_field = fields.parse_field
-check_identifier = fields.check_identifier
+field_errors = load_datatable_module("field_errors")
+field_types = load_datatable_module("field_types")
+row_validator = load_datatable_module("row_validator")
+FieldDef = field_types.FieldDef
+FieldError = field_errors.FieldError
+RowValidator = row_validator.RowValidator
+parse_field = field_types.parse_field
+check_identifier = field_types.check_identifier
 
 
 def validator(*specs: dict[str, Any], **kwargs: Any) -> Any:
@@ -67,9 +69,9 @@ CANONICAL = [
 
 
 def test_canonical_types_map_to_themselves() -> None:
-    assert list(fields.CANONICAL_TYPES) == CANONICAL
+    assert list(field_types.CANONICAL_TYPES) == CANONICAL
     for name in CANONICAL:
-        assert fields.TYPES[name] == name
+        assert field_types.TYPES[name] == name
 
 
 @pytest.mark.parametrize(
@@ -98,7 +100,7 @@ def test_canonical_types_map_to_themselves() -> None:
     ],
 )
 def test_aliases(alias: str, canonical: str) -> None:
-    assert fields.TYPES[alias] == canonical
+    assert field_types.TYPES[alias] == canonical
     assert parse_field({"title": "f", "uidt": alias, **_options_for(canonical)}).uidt == canonical
 
 
@@ -114,7 +116,7 @@ def test_english_names_are_case_insensitive(spelling: str) -> None:
 
 
 def test_english_keys_are_lower_case() -> None:
-    for key in fields.TYPES:
+    for key in field_types.TYPES:
         if key.isascii() and key != "JSON":
             assert key == key.lower()
 

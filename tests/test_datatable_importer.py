@@ -15,10 +15,11 @@ import pytest
 
 from datatable_support import load_datatable_module
 
-store = load_datatable_module("store")
-rows_mod = load_datatable_module("rows")
+store_schema = load_datatable_module("store_schema")
+store_tables = load_datatable_module("store_tables")
+rows_errors = load_datatable_module("rows_errors")
 importer = load_datatable_module("importer")
-RowsError = rows_mod.RowsError
+RowsError = rows_errors.RowsError
 
 FIELDS: list[dict[str, Any]] = [
     {"title": "姓名", "uidt": "文本", "required": True},
@@ -41,7 +42,7 @@ UNIQUE_FIELDS: list[dict[str, Any]] = [
 
 @pytest.fixture
 def schema() -> str:
-    return store.schema_for("Imp-" + uuid.uuid4().hex[:12])
+    return store_schema.schema_for("Imp-" + uuid.uuid4().hex[:12])
 
 
 @pytest.fixture
@@ -52,8 +53,8 @@ def workspace(tmp_path: Path) -> Path:
 
 
 async def _make(conn: asyncpg.Connection, schema: str, fields: list[dict[str, Any]] = FIELDS, title: str = "员工"):
-    created = await store.create_table(conn, schema, title, fields)
-    return await store.resolve_table(conn, schema, created["id"])
+    created = await store_tables.create_table(conn, schema, title, fields)
+    return await store_schema.resolve_table(conn, schema, created["id"])
 
 
 @pytest.fixture
@@ -279,8 +280,9 @@ async def test_runs_inside_callers_transaction(conn, table, workspace: Path) -> 
 
 
 def test_memoized_validation_matches_plain() -> None:
-    fields_mod = load_datatable_module("fields")
-    defs = [fields_mod.parse_field(f) for f in FIELDS]
+    field_types = load_datatable_module("field_types")
+    row_validator = load_datatable_module("row_validator")
+    defs = [field_types.parse_field(f) for f in FIELDS]
     columns = [f.title for f in defs]
     source = [_person(i) for i in range(6000)]
     source += [
@@ -295,8 +297,8 @@ def test_memoized_validation_matches_plain() -> None:
         {"姓名": "i", "在职": 1},
     ] * 3
     items = list(enumerate(source, start=1))
-    plain = importer._Prepared(fields_mod.RowValidator(defs), columns, {}, {}, {})
-    validator = fields_mod.RowValidator(defs)
+    plain = importer._Prepared(row_validator.RowValidator(defs), columns, {}, {}, {})
+    validator = row_validator.RowValidator(defs)
     importer._memoize(validator)
     memo = importer._Prepared(validator, columns, {}, {}, {})
     assert memo.chunk(items) == plain.chunk(items)

@@ -16,9 +16,13 @@ import pytest
 from datatable_support import asyncpg_dsn, load_datatable_module
 
 perms = load_datatable_module("permissions")
-store = load_datatable_module("store")
-rows = load_datatable_module("rows")
-dispatch = load_datatable_module("dispatch")
+store_fields = load_datatable_module("store_fields")
+store_schema = load_datatable_module("store_schema")
+store_tables = load_datatable_module("store_tables")
+rows_errors = load_datatable_module("rows_errors")
+rows_read = load_datatable_module("rows_read")
+rows_write = load_datatable_module("rows_write")
+action_aliases = load_datatable_module("action_aliases")
 Condition = load_datatable_module("filters").Condition
 
 FIELDS = [{"title": "事项", "uidt": "文本"}, {"title": "负责人", "uidt": "文本"}, {"title": "金额", "uidt": "数字"}]
@@ -32,7 +36,7 @@ DATA = [
 
 @pytest.fixture
 async def schema(conn: asyncpg.Connection) -> AsyncIterator[str]:
-    name = store.schema_for("Perm" + uuid.uuid4().hex[:12])
+    name = store_schema.schema_for("Perm" + uuid.uuid4().hex[:12])
     try:
         yield name
     finally:
@@ -41,9 +45,9 @@ async def schema(conn: asyncpg.Connection) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def table(conn: asyncpg.Connection, schema: str) -> Any:
-    created = await store.create_table(conn, schema, "任务", FIELDS)
-    info = await store.resolve_table(conn, schema, created["id"])
-    result = await rows.insert_batch(conn, info, DATA)
+    created = await store_tables.create_table(conn, schema, "任务", FIELDS)
+    info = await store_schema.resolve_table(conn, schema, created["id"])
+    result = await rows_write.insert_batch(conn, info, DATA)
     assert result["inserted"] == 4, result
     return info
 
@@ -88,7 +92,7 @@ async def _seen(conn: asyncpg.Connection, table: Any, role: str, emp_no: str | N
 
 def test_action_sets_cover_dispatch_actions() -> None:
     every = perms.STRUCTURE_ACTIONS | perms.SQL_ACTIONS | perms.READ_ACTIONS | perms.WRITE_ACTIONS
-    assert every | {"list_tables"} == set(dispatch.ACTIONS)
+    assert every | {"list_tables"} == set(action_aliases.ACTIONS)
     assert perms.parse_ops(["read"]) == perms.READ_ACTIONS
     assert perms.parse_ops("read, insert") == perms.READ_ACTIONS | {"insert"}
     assert perms.parse_ops(["ALL"]) == perms.READ_ACTIONS | perms.WRITE_ACTIONS
@@ -97,7 +101,7 @@ def test_action_sets_cover_dispatch_actions() -> None:
         with pytest.raises(perms.PermissionDenied) as info:
             perms.parse_ops(bad)
         assert info.value.need_param == "ops"
-    assert issubclass(perms.PermissionDenied, store.StoreError)
+    assert issubclass(perms.PermissionDenied, store_schema.StoreError)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -120,8 +124,8 @@ async def test_grants_are_exceptions(conn: asyncpg.Connection, schema: str, tabl
     assert not denied.allowed
     assert "skillyard datatable grant" in denied.reason and "任务" in denied.reason
     # another table without grants stays open
-    other = await store.create_table(conn, schema, "其他", FIELDS)
-    other_info = await store.resolve_table(conn, schema, other["id"])
+    other = await store_tables.create_table(conn, schema, "其他", FIELDS)
+    other_info = await store_schema.resolve_table(conn, schema, other["id"])
     assert (await _access(conn, schema, other_info, "insert", ["sales"])).allowed
     # upsert per (table, role)
     await perms.grant(conn, schema, table_id_or_name=table.id, role="sales", ops=["write"])
@@ -192,7 +196,7 @@ async def test_owner_field_must_exist(conn: asyncpg.Connection, schema: str, tab
     assert "no field '工号'" in await bad(row_scope="own", owner_field="工号")
     assert "type 数字" in await bad(row_scope="own", owner_field="金额")
     assert "'all' or 'own'" in await bad(row_scope="mine")
-    with pytest.raises(store.StoreError):
+    with pytest.raises(store_schema.StoreError):
         await perms.grant(conn, schema, table_id_or_name="不存在", role="r", ops=["read"])
     assert await perms.list_grants(conn, schema) == []
     # one owner field per table
@@ -203,7 +207,7 @@ async def test_owner_field_must_exist(conn: asyncpg.Connection, schema: str, tab
         await perms.grant(conn, schema, table_id_or_name="任务", role="r2", ops=["read"], row_scope="own",
                           owner_field="事项")  # fmt: skip
     # the owner field renamed later: refused (fail closed) until granted again
-    await store.update_field(conn, schema, table.id, "负责人", {"title": "经办人"})
+    await store_fields.update_field(conn, schema, table.id, "负责人", {"title": "经办人"})
     access = await _access(conn, schema, table, "query", ["r"])
     assert not access.allowed and "no longer exists" in access.reason
 
@@ -240,18 +244,18 @@ async def test_own_scope_drives_the_row_functions(conn: asyncpg.Connection, sche
     )
     access = await _access(conn, schema, table, "query", ["r"])
     extra, stamp = perms.own_scope(access, {"actor_emp_no": "E1"})
-    result = await rows.query(conn, table, extra_conditions=extra, sort="事项")
+    result = await rows_read.query(conn, table, extra_conditions=extra, sort="事项")
     assert [r["事项"] for r in result["list"]] == ["a", "b"]
-    record = await rows.insert(conn, table, {"事项": "e", "负责人": "E2"}, stamp=stamp)
+    record = await rows_write.insert(conn, table, {"事项": "e", "负责人": "E2"}, stamp=stamp)
     assert record["负责人"] == "E1"
-    assert await rows.count_matching(conn, table, None, extra) == 3
-    with pytest.raises(rows.RowsError):
-        await rows.update(conn, table, record["id"], {"负责人": "E2"}, extra_conditions=extra,
+    assert await rows_read.count_matching(conn, table, None, extra) == 3
+    with pytest.raises(rows_errors.RowsError):
+        await rows_write.update(conn, table, record["id"], {"负责人": "E2"}, extra_conditions=extra,
                           protected=perms.protected_fields(access))  # fmt: skip
 
 
 async def test_own_scoped_tables(conn: asyncpg.Connection, schema: str, table: Any) -> None:
-    other = await store.create_table(conn, schema, "其他", FIELDS)
+    other = await store_tables.create_table(conn, schema, "其他", FIELDS)
     await perms.grant(
         conn, schema, table_id_or_name="任务", role="r", ops=["read"], row_scope="own", owner_field="负责人"
     )
@@ -342,7 +346,7 @@ async def test_grants_table_is_idempotent_and_cascades(conn: asyncpg.Connection,
     await perms.ensure_grants_table(conn, schema)
     await perms.ensure_grants_table(conn, schema)
     await perms.grant(conn, schema, table_id_or_name="任务", role="r", ops=["read"])
-    await store.delete_table(conn, schema, table.id)
+    await store_tables.delete_table(conn, schema, table.id)
     assert await perms.list_grants(conn, schema) == []
 
 
@@ -377,7 +381,7 @@ async def test_table_access_agrees_with_check_access(conn: asyncpg.Connection, s
             assert found is not None
             info, access, preset = found
             assert (info, access) == (table, expected), (action, roles)
-            assert [f.as_dict() for f in info.fields] == await store.list_columns(conn, schema, table.id)
+            assert [f.as_dict() for f in info.fields] == await store_schema.list_columns(conn, schema, table.id)
             own = access.row_scope == "own"
             wanted = (emp_no or "" if own else "", "off" if own else "on")
             assert preset == wanted == await _settings(conn), (action, roles, preset, wanted)
@@ -435,5 +439,7 @@ async def test_table_access_agrees_with_check_access(conn: asyncpg.Connection, s
         )
         is None
     )
-    await store.update_field(conn, schema, table.id, "负责人", {"title": "经办人"})  # the owner field is gone: refused
+    await store_fields.update_field(
+        conn, schema, table.id, "负责人", {"title": "经办人"}
+    )  # the owner field is gone: refused
     await compare(table.id, "query", ["a"], "E1")

@@ -12,16 +12,16 @@ import pytest
 
 from datatable_support import asyncpg_dsn, load_datatable_module
 
-store = load_datatable_module("store")
+store_schema = load_datatable_module("store_schema")
 protection = load_datatable_module("protection")
-StoreError = store.StoreError
+StoreError = store_schema.StoreError
 
 PARAMS = {"table_id": "员工", "filters": [{"field": "部门", "op": "eq", "value": "研发"}]}
 
 
 @pytest.fixture
 def schema() -> str:
-    return store.schema_for("Prot-" + uuid.uuid4().hex[:12])
+    return store_schema.schema_for("Prot-" + uuid.uuid4().hex[:12])
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -10,10 +10,14 @@ import pytest
 
 from datatable_support import load_datatable_module
 
-store = load_datatable_module("store")
+store_schema = load_datatable_module("store_schema")
+store_tables = load_datatable_module("store_tables")
 filters_mod = load_datatable_module("filters")
-rows = load_datatable_module("rows")
-RowsError = rows.RowsError
+rows_errors = load_datatable_module("rows_errors")
+rows_read = load_datatable_module("rows_read")
+rows_upsert = load_datatable_module("rows_upsert")
+rows_write = load_datatable_module("rows_write")
+RowsError = rows_errors.RowsError
 Condition = filters_mod.Condition
 
 FIELDS: list[dict[str, Any]] = [
@@ -53,12 +57,12 @@ PEOPLE: list[dict[str, Any]] = [
 
 @pytest.fixture
 def schema() -> str:
-    return store.schema_for("Rows-" + uuid.uuid4().hex[:12])
+    return store_schema.schema_for("Rows-" + uuid.uuid4().hex[:12])
 
 
 async def _make(conn: asyncpg.Connection, schema: str, fields: list[dict[str, Any]] = FIELDS, title: str = "员工"):
-    created = await store.create_table(conn, schema, title, fields)
-    return await store.resolve_table(conn, schema, created["id"])
+    created = await store_tables.create_table(conn, schema, title, fields)
+    return await store_schema.resolve_table(conn, schema, created["id"])
 
 
 @pytest.fixture
@@ -68,13 +72,13 @@ async def table(conn: asyncpg.Connection, schema: str):
 
 @pytest.fixture
 async def people(conn: asyncpg.Connection, table) -> Any:
-    result = await rows.insert_batch(conn, table, PEOPLE)
+    result = await rows_write.insert_batch(conn, table, PEOPLE)
     assert result["inserted"] == 5, result
     return table
 
 
 async def _names(conn: asyncpg.Connection, table, **kwargs: Any) -> list[str]:
-    result = await rows.query(conn, table, sort="工号", **kwargs)
+    result = await rows_read.query(conn, table, sort="工号", **kwargs)
     return [r["姓名"] for r in result["list"]]
 
 
@@ -83,7 +87,7 @@ async def _names(conn: asyncpg.Connection, table, **kwargs: Any) -> list[str]:
 
 
 async def test_insert_returns_the_full_record(conn: asyncpg.Connection, table) -> None:
-    record = await rows.insert(conn, table, {**PEOPLE[0], "不存在": 1})
+    record = await rows_write.insert(conn, table, {**PEOPLE[0], "不存在": 1})
     assert isinstance(record["id"], int)
     assert record["created_at"].endswith("+00:00")
     assert record["姓名"] == "张三"
@@ -103,41 +107,41 @@ async def test_insert_returns_the_full_record(conn: asyncpg.Connection, table) -
 
 async def test_insert_refusals(conn: asyncpg.Connection, table) -> None:
     with pytest.raises(RowsError, match="姓名: required") as info:
-        await rows.insert(conn, table, {"工号": 9})
+        await rows_write.insert(conn, table, {"工号": 9})
     assert info.value.error_type == "recoverable" and info.value.need_param == "data"
     with pytest.raises(RowsError, match="magnitude word"):
-        await rows.insert(conn, table, {"姓名": "x", "薪资": "3.5万"})
+        await rows_write.insert(conn, table, {"姓名": "x", "薪资": "3.5万"})
     with pytest.raises(RowsError, match="no values"):
-        await rows.insert(conn, table, {"未知": 1})
+        await rows_write.insert(conn, table, {"未知": 1})
     with pytest.raises(RowsError, match="one object"):
-        await rows.insert(conn, table, "nope")
+        await rows_write.insert(conn, table, "nope")
     assert await conn.fetchval(f"SELECT count(*) FROM {table.qualified}") == 0
 
 
 async def test_insert_with_an_array_is_a_batch_with_the_limit(conn: asyncpg.Connection, table) -> None:
-    result = await rows.insert(conn, table, [{"姓名": "a"}, {"姓名": "b"}])
+    result = await rows_write.insert(conn, table, [{"姓名": "a"}, {"姓名": "b"}])
     assert result["inserted"] == 2 and result["verified_total"] == 2
     with pytest.raises(RowsError, match="insert_from_file"):
-        await rows.insert(conn, table, [{"姓名": str(i)} for i in range(101)])
+        await rows_write.insert(conn, table, [{"姓名": str(i)} for i in range(101)])
 
 
 async def test_decimal_output_is_exact(conn: asyncpg.Connection, schema: str) -> None:
     table = await _make(conn, schema, [{"title": "值", "uidt": "高精度数字"}, {"title": "钱", "uidt": "金额"}])
-    record = await rows.insert(conn, table, {"值": "0.123456789012345678", "钱": "100.00"})
+    record = await rows_write.insert(conn, table, {"值": "0.123456789012345678", "钱": "100.00"})
     assert record["值"] == "0.123456789012345678"  # not representable as a float: decimal text
     assert record["钱"] == 100
 
 
 async def test_stamp_forces_values(conn: asyncpg.Connection, table) -> None:
-    record = await rows.insert(conn, table, {"姓名": "x", "负责人": "someone-else"}, stamp={"负责人": "u9"})
+    record = await rows_write.insert(conn, table, {"姓名": "x", "负责人": "someone-else"}, stamp={"负责人": "u9"})
     assert record["负责人"] == "u9"
-    result = await rows.insert_batch(
+    result = await rows_write.insert_batch(
         conn, table, [{"姓名": "a", "负责人": "u1"}, {"姓名": "b"}], stamp={"负责人": "u9"}
     )
     assert result["inserted"] == 2
     assert await conn.fetchval(f"SELECT count(*) FROM {table.qualified} WHERE 负责人 = 'u9'") == 3
     with pytest.raises(RowsError) as info:
-        await rows.insert(conn, table, {"姓名": "x"}, stamp={"没有": 1})
+        await rows_write.insert(conn, table, {"姓名": "x"}, stamp={"没有": 1})
     assert info.value.error_type == "config"
 
 
@@ -154,7 +158,7 @@ async def test_insert_batch_with_invalid_rows(conn: asyncpg.Connection, table) -
         {"姓名": "e", "部门": "市场", "未知": 1},  # not an option
         {"姓名": "f", "技能": "SQL,Go"},
     ]
-    result = await rows.insert_batch(conn, table, records)
+    result = await rows_write.insert_batch(conn, table, records)
     assert result["inserted"] == 2
     assert result["skipped"] == 1
     assert result["failed"] == 3
@@ -168,8 +172,8 @@ async def test_insert_batch_with_invalid_rows(conn: asyncpg.Connection, table) -
 
 
 async def test_insert_batch_errors_are_capped(conn: asyncpg.Connection, table) -> None:
-    result = await rows.insert_batch(conn, table, [{"工号": i} for i in range(30)] + [{"姓名": "ok"}])
-    assert result["failed"] == 30 and len(result["errors"]) == rows.MAX_ERRORS
+    result = await rows_write.insert_batch(conn, table, [{"工号": i} for i in range(30)] + [{"姓名": "ok"}])
+    assert result["failed"] == 30 and len(result["errors"]) == rows_errors.MAX_ERRORS
     assert result["inserted"] == 1 and result["verified_total"] == 1
 
 
@@ -177,8 +181,8 @@ async def test_insert_batch_falls_back_per_row_on_unique_violation(conn: asyncpg
     table = await _make(
         conn, schema, [{"title": "编号", "uidt": "整数", "unique": True}, {"title": "名", "uidt": "文本"}]
     )
-    await rows.insert(conn, table, {"编号": 2, "名": "existing"})
-    result = await rows.insert_batch(conn, table, [{"编号": 1}, {"编号": 2}, {"编号": 3}, {"编号": 3}])
+    await rows_write.insert(conn, table, {"编号": 2, "名": "existing"})
+    result = await rows_write.insert_batch(conn, table, [{"编号": 1}, {"编号": 2}, {"编号": 3}, {"编号": 3}])
     assert result["inserted"] == 2
     assert result["failed"] == 2
     assert [e["row"] for e in result["errors"]] == [2, 4]
@@ -190,18 +194,18 @@ async def test_insert_batch_falls_back_per_row_on_unique_violation(conn: asyncpg
 
 async def test_insert_batch_limits(conn: asyncpg.Connection, table) -> None:
     with pytest.raises(RowsError, match="insert_from_file") as info:
-        await rows.insert_batch(conn, table, [{"姓名": str(i)} for i in range(101)])
+        await rows_write.insert_batch(conn, table, [{"姓名": str(i)} for i in range(101)])
     assert info.value.need_param == "records"
     with pytest.raises(RowsError, match="empty"):
-        await rows.insert_batch(conn, table, [])
-    result = await rows.insert_batch(conn, table, [{"姓名": str(i)} for i in range(100)])
+        await rows_write.insert_batch(conn, table, [])
+    result = await rows_write.insert_batch(conn, table, [{"姓名": str(i)} for i in range(100)])
     assert result["inserted"] == 100 and result["verified_total"] == 100
 
 
 async def test_batch_inside_an_open_transaction_is_a_savepoint(conn: asyncpg.Connection, table) -> None:
     tx = conn.transaction()
     await tx.start()
-    result = await rows.insert_batch(conn, table, [{"姓名": "a"}, {"姓名": "b"}])
+    result = await rows_write.insert_batch(conn, table, [{"姓名": "a"}, {"姓名": "b"}])
     assert result["inserted"] == 2
     assert conn.is_in_transaction()
     await tx.rollback()
@@ -213,7 +217,7 @@ async def test_batch_inside_an_open_transaction_is_a_savepoint(conn: asyncpg.Con
 
 
 async def test_query_shape_and_defaults(conn: asyncpg.Connection, people) -> None:
-    result = await rows.query(conn, people)
+    result = await rows_read.query(conn, people)
     assert set(result) == {"list", "pageInfo"}
     assert result["pageInfo"] == {"totalRows": 5, "page": 1, "pageSize": 100, "isLastPage": True}
     ids = [r["id"] for r in result["list"]]
@@ -266,40 +270,40 @@ async def test_bad_filters_are_refused(conn: asyncpg.Connection, people) -> None
         [{"field": "部门", "op": "eq", "value": "{部门}"}],
     ):
         with pytest.raises(RowsError) as info:
-            await rows.query(conn, people, filters=bad)
+            await rows_read.query(conn, people, filters=bad)
         assert info.value.need_param == "filters" and info.value.error_type == "recoverable"
 
 
 async def test_sort_limit_offset(conn: asyncpg.Connection, people) -> None:
-    result = await rows.query(conn, people, sort="-薪资", limit=2)
+    result = await rows_read.query(conn, people, sort="-薪资", limit=2)
     assert [r["姓名"] for r in result["list"]] == ["王五", "赵六_%"]
     assert result["pageInfo"] == {"totalRows": 5, "page": 1, "pageSize": 2, "isLastPage": False}
-    result = await rows.query(conn, people, sort="-薪资", limit=2, offset=4)
+    result = await rows_read.query(conn, people, sort="-薪资", limit=2, offset=4)
     assert [r["姓名"] for r in result["list"]] == ["孙七"]  # NULLs last
     assert result["pageInfo"] == {"totalRows": 5, "page": 3, "pageSize": 2, "isLastPage": True}
-    result = await rows.query(conn, people, limit=2, offset=10)
+    result = await rows_read.query(conn, people, limit=2, offset=10)
     assert result["list"] == [] and result["pageInfo"]["totalRows"] == 5 and result["pageInfo"]["isLastPage"]
-    assert (await rows.query(conn, people, limit=5000))["pageInfo"]["pageSize"] == 1000
+    assert (await rows_read.query(conn, people, limit=5000))["pageInfo"]["pageSize"] == 1000
     assert await _names(conn, people, filters=None, limit=1) == ["张三"]
-    result = await rows.query(conn, people, sort={"field": "姓名", "direction": "asc"}, fields=["姓名"])
+    result = await rows_read.query(conn, people, sort={"field": "姓名", "direction": "asc"}, fields=["姓名"])
     assert set(result["list"][0]) == {"id", "created_at", "姓名"}
     # sorted by a field that is not returned (carried along for the order only), full page: counted
-    result = await rows.query(conn, people, sort="-薪资", limit=2, fields=["姓名"])
+    result = await rows_read.query(conn, people, sort="-薪资", limit=2, fields=["姓名"])
     assert result["list"] == [
         {k: v for k, v in r.items() if k in ("id", "created_at", "姓名")}
-        for r in (await rows.query(conn, people, sort="-薪资", limit=2))["list"]
+        for r in (await rows_read.query(conn, people, sort="-薪资", limit=2))["list"]
     ]
     assert [r["姓名"] for r in result["list"]] == ["王五", "赵六_%"] and result["pageInfo"]["totalRows"] == 5
-    ascending = await rows.query(conn, people, sort="id", limit=3, offset=1)
+    ascending = await rows_read.query(conn, people, sort="id", limit=3, offset=1)
     assert [r["id"] for r in ascending["list"]] == sorted(r["id"] for r in ascending["list"])
     assert ascending["pageInfo"] == {"totalRows": 5, "page": 1, "pageSize": 3, "isLastPage": False}
     for bad in ({"limit": 0}, {"offset": -1}, {"sort": "不存在"}, {"fields": ["不存在"]}):
         with pytest.raises(RowsError):
-            await rows.query(conn, people, **bad)
+            await rows_read.query(conn, people, **bad)
 
 
 async def test_query_empty_table(conn: asyncpg.Connection, table) -> None:
-    result = await rows.query(conn, table)
+    result = await rows_read.query(conn, table)
     assert result == {"list": [], "pageInfo": {"totalRows": 0, "page": 1, "pageSize": 100, "isLastPage": True}}
 
 
@@ -308,7 +312,7 @@ async def test_query_empty_table(conn: asyncpg.Connection, table) -> None:
 
 
 async def test_aggregate_without_group_by(conn: asyncpg.Connection, people) -> None:
-    result = await rows.aggregate(
+    result = await rows_read.aggregate(
         conn,
         people,
         metrics=[
@@ -341,7 +345,7 @@ async def test_aggregate_without_group_by(conn: asyncpg.Connection, people) -> N
 
 
 async def test_aggregate_with_group_by(conn: asyncpg.Connection, people) -> None:
-    result = await rows.aggregate(
+    result = await rows_read.aggregate(
         conn, people, metrics=[{"op": "count", "alias": "人数"}, {"field": "薪资", "op": "sum"}], group_by="部门"
     )
     assert result["group_by"] == ["部门"]
@@ -351,15 +355,15 @@ async def test_aggregate_with_group_by(conn: asyncpg.Connection, people) -> None
         "行政": (1, 15000),
     }
     assert len(result["rows"]) == 3
-    sorted_result = await rows.aggregate(
+    sorted_result = await rows_read.aggregate(
         conn, people, metrics=[{"op": "count", "alias": "人数"}], group_by=["部门"], sort="-人数", limit=1
     )
     assert len(sorted_result["rows"]) == 1 and sorted_result["rows"][0]["人数"] == 2
-    filtered = await rows.aggregate(
+    filtered = await rows_read.aggregate(
         conn, people, metrics={"op": "count"}, group_by="在职", filters=[{"field": "部门", "op": "ne", "value": "行政"}]
     )
     assert {r["在职"]: r["count"] for r in filtered["rows"]} == {True: 3, False: 1}
-    assert (await rows.aggregate(conn, people, metrics={"op": "count"}, group_by="工号", limit=10**6))["rows"][0]
+    assert (await rows_read.aggregate(conn, people, metrics={"op": "count"}, group_by="工号", limit=10**6))["rows"][0]
 
 
 async def test_aggregate_refusals(conn: asyncpg.Connection, people) -> None:
@@ -371,7 +375,7 @@ async def test_aggregate_refusals(conn: asyncpg.Connection, people) -> None:
         {"metrics": [{"op": "count"}], "group_by": "部门", "sort": "薪资"},
     ):
         with pytest.raises(RowsError):
-            await rows.aggregate(conn, people, **bad)
+            await rows_read.aggregate(conn, people, **bad)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -379,7 +383,7 @@ async def test_aggregate_refusals(conn: asyncpg.Connection, people) -> None:
 
 
 async def test_upsert_inserts_and_updates_without_a_unique_constraint(conn: asyncpg.Connection, people) -> None:
-    result = await rows.upsert(
+    result = await rows_upsert.upsert(
         conn,
         people,
         ["工号"],
@@ -399,12 +403,12 @@ async def test_upsert_inserts_and_updates_without_a_unique_constraint(conn: asyn
     assert stored[6]["姓名"] == "周八"
     assert len(stored) == 6
     # again: everything is an update now; a single dict is accepted
-    again = await rows.upsert(conn, people, "工号", {"工号": 6, "姓名": "周八八"})
+    again = await rows_upsert.upsert(conn, people, "工号", {"工号": 6, "姓名": "周八八"})
     assert (again["inserted"], again["updated"], again["verified_total"]) == (0, 1, 1)
 
 
 async def test_upsert_duplicate_keys_in_one_batch(conn: asyncpg.Connection, table) -> None:
-    result = await rows.upsert(conn, table, ["工号"], [{"工号": 1, "姓名": "a"}, {"工号": 1, "姓名": "b"}])
+    result = await rows_upsert.upsert(conn, table, ["工号"], [{"工号": 1, "姓名": "a"}, {"工号": 1, "姓名": "b"}])
     assert (result["inserted"], result["updated"], result["failed"]) == (1, 0, 1)
     assert result["errors"][0]["row"] == 1
     assert await conn.fetchval(f"SELECT 姓名 FROM {table.qualified}") == "b"
@@ -412,7 +416,7 @@ async def test_upsert_duplicate_keys_in_one_batch(conn: asyncpg.Connection, tabl
 
 async def test_upsert_composite_key_stamp_and_scope(conn: asyncpg.Connection, people) -> None:
     scope = [Condition("负责人", "eq", "u2")]
-    result = await rows.upsert(
+    result = await rows_upsert.upsert(
         conn,
         people,
         ["部门", "姓名"],
@@ -430,16 +434,18 @@ async def test_upsert_falls_back_per_row(conn: asyncpg.Connection, schema: str) 
     table = await _make(
         conn, schema, [{"title": "编号", "uidt": "整数"}, {"title": "邮件", "uidt": "邮箱", "unique": True}]
     )
-    await rows.insert(conn, table, {"编号": 1, "邮件": "a@x.cn"})
-    result = await rows.upsert(conn, table, ["编号"], [{"编号": 2, "邮件": "a@x.cn"}, {"编号": 3, "邮件": "c@x.cn"}])
+    await rows_write.insert(conn, table, {"编号": 1, "邮件": "a@x.cn"})
+    result = await rows_upsert.upsert(
+        conn, table, ["编号"], [{"编号": 2, "邮件": "a@x.cn"}, {"编号": 3, "邮件": "c@x.cn"}]
+    )
     assert (result["inserted"], result["updated"], result["failed"], result["verified_total"]) == (1, 0, 1, 1)
     assert result["errors"][0]["row"] == 1 and "邮件" in result["errors"][0]["error"]
 
 
 async def test_upsert_without_merge_returning(conn: asyncpg.Connection, people, monkeypatch) -> None:
     """PostgreSQL 15/16 have no MERGE … RETURNING: the counts come from a pre-count of the matching rows."""
-    monkeypatch.setattr(rows, "_has_merge_returning", lambda conn: False)
-    result = await rows.upsert(conn, people, ["工号"], [{"工号": 1, "薪资": 1}, {"工号": 8, "姓名": "新"}])
+    monkeypatch.setattr(rows_upsert, "_has_merge_returning", lambda conn: False)
+    result = await rows_upsert.upsert(conn, people, ["工号"], [{"工号": 1, "薪资": 1}, {"工号": 8, "姓名": "新"}])
     assert (result["inserted"], result["updated"], result["verified_total"]) == (1, 1, 2)
     assert await conn.fetchval(f"SELECT 薪资 FROM {people.qualified} WHERE 工号 = 1") == 1
 
@@ -451,26 +457,26 @@ async def test_upsert_multi_select_and_partial_columns(conn: asyncpg.Connection,
         {"title": "备注", "uidt": "文本"},
     ]
     table = await _make(conn, schema, fields)
-    await rows.insert(conn, table, {"编号": 1, "标签": ["e f"], "备注": "keep"})
-    result = await rows.upsert(
+    await rows_write.insert(conn, table, {"编号": 1, "标签": ["e f"], "备注": "keep"})
+    result = await rows_upsert.upsert(
         conn, table, ["编号"], [{"编号": 1, "标签": ['a"b', "c\\d"]}, {"编号": 2, "备注": "new", "标签": ""}]
     )
     assert (result["inserted"], result["updated"]) == (1, 1)
     stored = {r["编号"]: r for r in await conn.fetch(f"SELECT * FROM {table.qualified}")}
     assert stored[1]["标签"] == ['a"b', "c\\d"] and stored[1]["备注"] == "keep"  # 备注 not given: kept
     assert stored[2]["标签"] is None and stored[2]["备注"] == "new"
-    cleared = await rows.upsert(conn, table, ["编号"], [{"编号": 1, "备注": None}])
+    cleared = await rows_upsert.upsert(conn, table, ["编号"], [{"编号": 1, "备注": None}])
     assert cleared["updated"] == 1
     assert await conn.fetchval(f"SELECT 备注 FROM {table.qualified} WHERE 编号 = 1") is None  # explicit null clears
 
 
 async def test_upsert_refusals(conn: asyncpg.Connection, table) -> None:
     with pytest.raises(RowsError, match="key_fields"):
-        await rows.upsert(conn, table, [], [{"姓名": "a"}])
+        await rows_upsert.upsert(conn, table, [], [{"姓名": "a"}])
     with pytest.raises(RowsError, match="unknown field"):
-        await rows.upsert(conn, table, ["不存在"], [{"姓名": "a"}])
+        await rows_upsert.upsert(conn, table, ["不存在"], [{"姓名": "a"}])
     with pytest.raises(RowsError, match="insert_from_file"):
-        await rows.upsert(conn, table, ["工号"], [{"工号": i} for i in range(101)])
+        await rows_upsert.upsert(conn, table, ["工号"], [{"工号": i} for i in range(101)])
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -483,38 +489,40 @@ async def _id_of(conn: asyncpg.Connection, table, name: str) -> int:
 
 async def test_update(conn: asyncpg.Connection, people) -> None:
     row_id = await _id_of(conn, people, "李四")
-    record = await rows.update(conn, people, str(row_id), {"薪资": "9,000", "技能": "SQL", "姓名": "李四四", "x": 1})
+    record = await rows_write.update(
+        conn, people, str(row_id), {"薪资": "9,000", "技能": "SQL", "姓名": "李四四", "x": 1}
+    )
     assert record["id"] == row_id and record["薪资"] == 9000 and record["技能"] == ["SQL"]
     assert record["姓名"] == "李四四" and record.dropped == ["x"]
-    record = await rows.update(conn, people, row_id, {"部门": ""})  # empty → NULL; required is not re-checked
+    record = await rows_write.update(conn, people, row_id, {"部门": ""})  # empty → NULL; required is not re-checked
     assert record["部门"] is None
     with pytest.raises(RowsError, match="no row with id") as info:
-        await rows.update(conn, people, 999999, {"薪资": 1})
+        await rows_write.update(conn, people, 999999, {"薪资": 1})
     assert info.value.error_type == "recoverable" and info.value.need_param == "row_id"
     with pytest.raises(RowsError, match="负责人"):
-        await rows.update(conn, people, row_id, {"负责人": "u2"}, protected=["负责人"])
+        await rows_write.update(conn, people, row_id, {"负责人": "u2"}, protected=["负责人"])
     with pytest.raises(RowsError, match="changes no field"):
-        await rows.update(conn, people, row_id, {"未知": 1})
+        await rows_write.update(conn, people, row_id, {"未知": 1})
     with pytest.raises(RowsError, match="row id"):
-        await rows.update(conn, people, "abc", {"薪资": 1})
+        await rows_write.update(conn, people, "abc", {"薪资": 1})
     # scope: u2 cannot change u1's row
     with pytest.raises(RowsError, match="no row with id"):
-        await rows.update(conn, people, row_id, {"薪资": 1}, extra_conditions=[Condition("负责人", "eq", "u2")])
+        await rows_write.update(conn, people, row_id, {"薪资": 1}, extra_conditions=[Condition("负责人", "eq", "u2")])
     assert await conn.fetchval(f"SELECT 薪资 FROM {people.qualified} WHERE id = $1", row_id) == 9000
 
 
 async def test_update_by(conn: asyncpg.Connection, people) -> None:
-    result = await rows.update_by(conn, people, [{"field": "部门", "op": "eq", "value": "研发"}], {"在职": False})
+    result = await rows_write.update_by(conn, people, [{"field": "部门", "op": "eq", "value": "研发"}], {"在职": False})
     assert result == {"updated": 2}
-    result = await rows.update_by(
+    result = await rows_write.update_by(
         conn, people, {"部门": "研发"}, {"薪资": 1}, extra_conditions=[Condition("负责人", "eq", "u1")]
     )
     assert result == {"updated": 1}
     for bad_filters in (None, [], {}):
         with pytest.raises(RowsError, match="needs filters"):
-            await rows.update_by(conn, people, bad_filters, {"在职": True})
+            await rows_write.update_by(conn, people, bad_filters, {"在职": True})
     with pytest.raises(RowsError, match="负责人"):
-        await rows.update_by(conn, people, {"部门": "研发"}, {"负责人": "x"}, protected={"负责人"})
+        await rows_write.update_by(conn, people, {"部门": "研发"}, {"负责人": "x"}, protected={"负责人"})
     assert await conn.fetchval(f"SELECT count(*) FROM {people.qualified} WHERE NOT 在职") == 3
 
 
@@ -524,21 +532,21 @@ async def test_update_by(conn: asyncpg.Connection, people) -> None:
 
 async def test_count_fetch_and_delete(conn: asyncpg.Connection, people) -> None:
     sales = [{"field": "部门", "op": "eq", "value": "销售"}]
-    assert await rows.count_matching(conn, people, sales) == 2
-    assert await rows.count_matching(conn, people, None) == 5
-    fetched = await rows.fetch_rows(conn, people, filters=sales)
+    assert await rows_read.count_matching(conn, people, sales) == 2
+    assert await rows_read.count_matching(conn, people, None) == 5
+    fetched = await rows_read.fetch_rows(conn, people, filters=sales)
     assert [r["姓名"] for r in fetched] == ["李四", "孙七"]
     ids = [r["id"] for r in fetched]
-    assert [r["id"] for r in await rows.fetch_rows(conn, people, row_ids=ids[:1])] == ids[:1]
+    assert [r["id"] for r in await rows_read.fetch_rows(conn, people, row_ids=ids[:1])] == ids[:1]
     for bad in ({}, {"row_ids": []}, {"filters": []}):
         with pytest.raises(RowsError, match="needs row_ids or filters"):
-            await rows.delete_rows(conn, people, **bad)
+            await rows_write.delete_rows(conn, people, **bad)
         with pytest.raises(RowsError):
-            await rows.fetch_rows(conn, people, **bad)
-    assert await rows.delete_rows(conn, people, row_ids=[ids[0], "999999"]) == 1
-    assert await rows.delete_rows(conn, people, filters=sales) == 1
-    assert await rows.delete_rows(conn, people, filters=sales) == 0
-    assert await rows.count_matching(conn, people, None) == 3
+            await rows_read.fetch_rows(conn, people, **bad)
+    assert await rows_write.delete_rows(conn, people, row_ids=[ids[0], "999999"]) == 1
+    assert await rows_write.delete_rows(conn, people, filters=sales) == 1
+    assert await rows_write.delete_rows(conn, people, filters=sales) == 0
+    assert await rows_read.count_matching(conn, people, None) == 3
     assert not conn.is_in_transaction()
 
 
@@ -546,16 +554,20 @@ async def test_extra_conditions_restrict_every_action(conn: asyncpg.Connection, 
     u1 = [Condition("负责人", "eq", "u1")]
     assert await _names(conn, people, extra_conditions=u1) == ["张三", "李四"]
     assert await _names(conn, people, filters={"部门": "研发"}, extra_conditions=u1) == ["张三"]
-    agg = await rows.aggregate(conn, people, metrics={"op": "count"}, extra_conditions=u1)
+    agg = await rows_read.aggregate(conn, people, metrics={"op": "count"}, extra_conditions=u1)
     assert agg["rows"] == [{"count": 2}]
-    assert await rows.count_matching(conn, people, {"部门": "研发"}, extra_conditions=u1) == 1
-    all_ids = [r["id"] for r in await rows.fetch_rows(conn, people, filters=[{"field": "id", "op": "gt", "value": 0}])]
-    assert len(await rows.fetch_rows(conn, people, row_ids=all_ids, extra_conditions=u1)) == 2
-    assert (await rows.update_by(conn, people, {"在职": True}, {"薪资": 1}, extra_conditions=u1)) == {"updated": 1}
-    assert await rows.delete_rows(conn, people, row_ids=all_ids, extra_conditions=u1) == 2
-    assert await rows.count_matching(conn, people, None) == 3
+    assert await rows_read.count_matching(conn, people, {"部门": "研发"}, extra_conditions=u1) == 1
+    all_ids = [
+        r["id"] for r in await rows_read.fetch_rows(conn, people, filters=[{"field": "id", "op": "gt", "value": 0}])
+    ]
+    assert len(await rows_read.fetch_rows(conn, people, row_ids=all_ids, extra_conditions=u1)) == 2
+    assert (await rows_write.update_by(conn, people, {"在职": True}, {"薪资": 1}, extra_conditions=u1)) == {
+        "updated": 1
+    }
+    assert await rows_write.delete_rows(conn, people, row_ids=all_ids, extra_conditions=u1) == 2
+    assert await rows_read.count_matching(conn, people, None) == 3
     with pytest.raises(RowsError) as info:
-        await rows.query(conn, people, extra_conditions=[Condition("不存在", "eq", 1)])
+        await rows_read.query(conn, people, extra_conditions=[Condition("不存在", "eq", 1)])
     assert info.value.error_type == "config"
 
 
@@ -568,29 +580,29 @@ async def test_classify_by_sqlstate(conn: asyncpg.Connection, table) -> None:
         exc = asyncpg.PostgresError.new({"C": state, "M": message, **attrs})
         return exc
 
-    unique = rows.classify(fake("23505", "duplicate key", D="Key (工号)=(7) already exists."))
+    unique = rows_errors.classify(fake("23505", "duplicate key", D="Key (工号)=(7) already exists."))
     assert unique.error_type == "recoverable" and "工号" in str(unique) and "7" in str(unique)
-    assert rows.classify(fake("23502", 'null value in column "姓名"')).error_type == "recoverable"
-    assert rows.classify(fake("22003")).error_type == "recoverable"
-    assert "list_columns" in str(rows.classify(fake("42703")))
-    assert rows.classify(fake("42P01")).error_type == "recoverable"
+    assert rows_errors.classify(fake("23502", 'null value in column "姓名"')).error_type == "recoverable"
+    assert rows_errors.classify(fake("22003")).error_type == "recoverable"
+    assert "list_columns" in str(rows_errors.classify(fake("42703")))
+    assert rows_errors.classify(fake("42P01")).error_type == "recoverable"
     for state in ("40001", "40P01", "57014", "08006"):
-        assert rows.classify(fake(state)).error_type == "transient"
-    other = rows.classify(fake("XX000"))
+        assert rows_errors.classify(fake(state)).error_type == "transient"
+    other = rows_errors.classify(fake("XX000"))
     assert other.error_type == "transient" and "XX000" in str(other)
-    assert rows.classify(fake("42501")).error_type == "config"
-    assert rows.classify(ValueError("x")).error_type == "recoverable"  # never reached the database
+    assert rows_errors.classify(fake("42501")).error_type == "config"
+    assert rows_errors.classify(ValueError("x")).error_type == "recoverable"  # never reached the database
     same = RowsError("x")
-    assert rows.classify(same) is same
+    assert rows_errors.classify(same) is same
 
 
 async def test_database_errors_roll_back_and_classify(conn: asyncpg.Connection, table) -> None:
     await conn.execute(f"ALTER TABLE {table.qualified} DROP COLUMN 负责人")  # metadata now stale
     with pytest.raises(RowsError, match="list_columns") as info:
-        await rows.insert(conn, table, {"姓名": "x", "负责人": "u1"})
+        await rows_write.insert(conn, table, {"姓名": "x", "负责人": "u1"})
     assert info.value.sqlstate == "42703"
     assert not conn.is_in_transaction()
     assert await conn.fetchval("SELECT 1") == 1  # the connection is usable (rolled back)
     with pytest.raises(RowsError, match="list_columns"):
-        await rows.insert_batch(conn, table, [{"姓名": "a"}, {"姓名": "b", "负责人": "u"}])
+        await rows_write.insert_batch(conn, table, [{"姓名": "a"}, {"姓名": "b", "负责人": "u"}])
     assert await conn.fetchval(f"SELECT count(*) FROM {table.qualified}") == 0

@@ -14,9 +14,10 @@ import pytest
 
 from datatable_support import load_datatable_module
 
-guard = load_datatable_module("sql_guard")
-SqlRefused = guard.SqlRefused
-check_sql = guard.check_sql
+sql_guard = load_datatable_module("sql_guard")
+sql_refusal = load_datatable_module("sql_refusal")
+SqlRefused = sql_refusal.SqlRefused
+check_sql = sql_guard.check_sql
 
 S = "org_data_acme"
 #: Own-scoped tables of the calling role (§7.2): the SQL channel may not touch them at all.

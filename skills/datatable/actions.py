@@ -1,7 +1,8 @@
 """The datatable actions (spec §7.3): each takes a :class:`Call` and returns the body of its success envelope.
 
-This module only wires the pieces together — permissions (permissions.py), row actions (rows.py), structure
-(store.py), the file import (importer.py), the SQL channel (sql_channel.py) and delete protection (protection.py).
+This module only wires the pieces together — permissions (permissions.py), row actions (rows_read.py, rows_write.py,
+rows_upsert.py), structure (store_schema.py, store_tables.py, store_fields.py), the file import (importer.py), the SQL
+channel (sql_channel.py) and delete protection (protection.py).
 The handler (handler.py) owns the transaction: it commits after an action returns and rolls back when it raises.
 
 Return shapes (documented in references/actions.md): an action whose §7.3 result is an object has that object's
@@ -25,11 +26,23 @@ from typing import Any
 
 import asyncpg
 
-from . import importer, permissions, protection, rows, store
-from .dispatch import ACTIONS, Request, dry_run, needs_confirmation
+from . import (
+    importer,
+    permissions,
+    protection,
+    rows_read,
+    rows_upsert,
+    rows_write,
+    store_fields,
+    store_schema,
+    store_tables,
+)
+from .action_aliases import ACTIONS
+from .dispatch import Request, dry_run, needs_confirmation
 from .filters import Condition
 from .sql_channel import SqlChannelError, run_sql
-from .sql_guard import SqlRefused, check_sql
+from .sql_guard import check_sql
+from .sql_refusal import SqlRefused
 
 __all__ = ["ACTION_FUNCTIONS", "Call", "open_call"]
 
@@ -100,7 +113,7 @@ class Call:
 class Scope:
     """What the actor may do on one table: the row conditions, the insert stamp and the fields it may not change."""
 
-    table: store.TableInfo
+    table: store_schema.TableInfo
     conditions: list[Condition]
     stamp: dict[str, Any]
     protected: frozenset[str]
@@ -109,11 +122,11 @@ class Scope:
 def _require(call: Call, key: str, hint: str) -> Any:
     value = call.params.get(key)
     if value is None or value == "" or value == [] or value == {}:
-        raise store.StoreError(f"{call.action} needs {key}: {hint}", need_param=key)
+        raise store_schema.StoreError(f"{call.action} needs {key}: {hint}", need_param=key)
     return value
 
 
-async def _check(call: Call, action: str, table: store.TableInfo | None = None) -> permissions.Access:
+async def _check(call: Call, action: str, table: store_schema.TableInfo | None = None) -> permissions.Access:
     access = await permissions.check_access(
         call.conn,
         call.schema,
@@ -131,11 +144,11 @@ async def _check(call: Call, action: str, table: store.TableInfo | None = None) 
 async def open_call(session: Any, schema: str, request: Request, ctx: Mapping[str, Any]) -> Call:
     """The Call of one action on the connection under ``session``; the statement that starts the session's
     transaction also tells whether the schema's metadata and grants tables exist (used by :func:`_scope`)."""
-    conn, (has_meta, has_grants) = await store.raw_connection_probing(
+    conn, (has_meta, has_grants) = await store_schema.raw_connection_probing(
         session,
         (
-            f"{store.quote_ident(schema)}.{store.quote_ident('_dt_fields')}",
-            f"{store.quote_ident(schema)}.{store.quote_ident(permissions.GRANTS_TABLE)}",
+            f"{store_schema.quote_ident(schema)}.{store_schema.quote_ident('_dt_fields')}",
+            f"{store_schema.quote_ident(schema)}.{store_schema.quote_ident(permissions.GRANTS_TABLE)}",
         ),
     )
     return Call(conn, schema, request, ctx, has_meta=has_meta, has_grants=has_grants)
@@ -161,7 +174,7 @@ async def _scope(call: Call) -> Scope:
             has_grants=bool(call.has_grants),
         )
     if found is None:
-        table = await store.resolve_table(
+        table = await store_schema.resolve_table(
             call.conn, call.schema, call.params.get("table_id"), call.params.get("table_name")
         )
         access = await _check(call, call.action, table)
@@ -184,20 +197,20 @@ async def _scope(call: Call) -> Scope:
 
 async def list_tables(call: Call) -> dict[str, Any]:
     await _check(call, "list_tables")
-    tables = await store.list_tables(call.conn, call.schema)
+    tables = await store_schema.list_tables(call.conn, call.schema)
     return {"data": tables, "count": len(tables)}
 
 
 async def list_columns(call: Call) -> dict[str, Any]:
     scope = await _scope(call)
-    columns = await store.list_columns(call.conn, call.schema, scope.table.id)
+    columns = await store_schema.list_columns(call.conn, call.schema, scope.table.id)
     return {"data": columns, "table": scope.table.as_dict(), "count": len(columns)}
 
 
 async def query(call: Call) -> dict[str, Any]:
     scope = await _scope(call)
     p = call.params
-    return await rows.query(
+    return await rows_read.query(
         call.conn,
         scope.table,
         filters=p.get("filters"),
@@ -213,7 +226,7 @@ async def query(call: Call) -> dict[str, Any]:
 async def aggregate(call: Call) -> dict[str, Any]:
     scope = await _scope(call)
     p = call.params
-    return await rows.aggregate(
+    return await rows_read.aggregate(
         call.conn,
         scope.table,
         metrics=_require(call, "metrics", 'e.g. [{"field": "金额", "op": "sum", "alias": "总额"}]'),
@@ -230,7 +243,7 @@ async def aggregate(call: Call) -> dict[str, Any]:
 # Writing
 
 
-def _record_reply(record: rows.Record) -> dict[str, Any]:
+def _record_reply(record: rows_write.Record) -> dict[str, Any]:
     reply: dict[str, Any] = {"data": dict(record), "id": record.get("id")}
     if record.dropped:
         reply["dropped"] = record.dropped
@@ -240,8 +253,8 @@ def _record_reply(record: rows.Record) -> dict[str, Any]:
 async def insert(call: Call) -> dict[str, Any]:
     scope = await _scope(call)
     data = _require(call, "data", 'one record as an object, e.g. {"姓名": "张三"} (2–100 records: insert_batch)')
-    result = await rows.insert(call.conn, scope.table, data, stamp=scope.stamp)
-    if isinstance(result, rows.Record):
+    result = await rows_write.insert(call.conn, scope.table, data, stamp=scope.stamp)
+    if isinstance(result, rows_write.Record):
         return _record_reply(result)
     call.notes.append("data was an array: inserted as insert_batch")
     return result
@@ -252,7 +265,7 @@ async def insert_batch(call: Call) -> dict[str, Any]:
     records = _require(
         call, "records", "an array of 1–100 objects (more than 100: write a JSON file, insert_from_file)"
     )
-    return await rows.insert_batch(call.conn, scope.table, records, stamp=scope.stamp)
+    return await rows_write.insert_batch(call.conn, scope.table, records, stamp=scope.stamp)
 
 
 async def insert_from_file(call: Call) -> dict[str, Any]:
@@ -277,7 +290,7 @@ async def upsert(call: Call) -> dict[str, Any]:
     if records in (None, "", []):
         data = _require(call, "data", "the records to insert or update (records: array, or data: one object)")
         records = data if isinstance(data, list) else [data]
-    return await rows.upsert(
+    return await rows_upsert.upsert(
         call.conn,
         scope.table,
         _require(call, "key_fields", 'the fields that identify a record, e.g. ["工号"]'),
@@ -289,7 +302,7 @@ async def upsert(call: Call) -> dict[str, Any]:
 
 async def update(call: Call) -> dict[str, Any]:
     scope = await _scope(call)
-    record = await rows.update(
+    record = await rows_write.update(
         call.conn,
         scope.table,
         _require(call, "row_id", "the id of the row to change (from query)"),
@@ -302,7 +315,7 @@ async def update(call: Call) -> dict[str, Any]:
 
 async def update_by(call: Call) -> dict[str, Any]:
     scope = await _scope(call)
-    return await rows.update_by(
+    return await rows_write.update_by(
         call.conn,
         scope.table,
         _require(call, "filters", 'which rows, e.g. [{"field": "部门", "op": "eq", "value": "研发"}]'),
@@ -341,12 +354,12 @@ async def delete(call: Call) -> dict[str, Any]:
     scope = await _scope(call)
     row_id = _require(call, "row_id", "the id of the row to delete (several: delete_batch with row_ids)")
     if isinstance(row_id, list):
-        raise store.StoreError(
+        raise store_schema.StoreError(
             "row_id is one id; to delete several rows use delete_batch with row_ids", need_param="row_id"
         )
-    deleted = await rows.delete_rows(call.conn, scope.table, row_ids=[row_id], extra_conditions=scope.conditions)
+    deleted = await rows_write.delete_rows(call.conn, scope.table, row_ids=[row_id], extra_conditions=scope.conditions)
     if not deleted:
-        raise store.StoreError(
+        raise store_schema.StoreError(
             f"no row with id {row_id!r} in table {scope.table.title!r}"
             + (" among your own rows" if scope.conditions else "")
             + "; query the table for the right id",
@@ -362,22 +375,22 @@ async def delete_batch(call: Call) -> dict[str, Any]:
     pending = await _confirmation(call, requested)
     if pending is not None:
         return pending
-    backup = await rows.fetch_rows(call.conn, scope.table, row_ids=row_ids, extra_conditions=scope.conditions)
+    backup = await rows_read.fetch_rows(call.conn, scope.table, row_ids=row_ids, extra_conditions=scope.conditions)
     backup_file = _backup(call, scope.table.title, backup)
-    deleted = await rows.delete_rows(call.conn, scope.table, row_ids=row_ids, extra_conditions=scope.conditions)
+    deleted = await rows_write.delete_rows(call.conn, scope.table, row_ids=row_ids, extra_conditions=scope.conditions)
     return {"deleted": deleted, "requested": requested, "backup_file": backup_file}
 
 
 async def delete_by(call: Call) -> dict[str, Any]:
     scope = await _scope(call)
     filters = _require(call, "filters", 'which rows, e.g. [{"field": "状态", "op": "eq", "value": "作废"}]')
-    matched = await rows.count_matching(call.conn, scope.table, filters, scope.conditions, notes=call.notes)
+    matched = await rows_read.count_matching(call.conn, scope.table, filters, scope.conditions, notes=call.notes)
     pending = await _confirmation(call, matched)
     if pending is not None:
         return pending
-    backup = await rows.fetch_rows(call.conn, scope.table, filters=filters, extra_conditions=scope.conditions)
+    backup = await rows_read.fetch_rows(call.conn, scope.table, filters=filters, extra_conditions=scope.conditions)
     backup_file = _backup(call, scope.table.title, backup)
-    deleted = await rows.delete_rows(call.conn, scope.table, filters=filters, extra_conditions=scope.conditions)
+    deleted = await rows_write.delete_rows(call.conn, scope.table, filters=filters, extra_conditions=scope.conditions)
     return {"deleted": deleted, "backup_file": backup_file}
 
 
@@ -390,7 +403,7 @@ def _sql_timeout(call: Call) -> float:
     try:
         seconds = float(value) if value not in (None, "") else DEFAULT_SQL_TIMEOUT
     except (TypeError, ValueError):
-        raise store.StoreError(
+        raise store_schema.StoreError(
             f"the skill config sql_timeout must be a number of seconds, not {value!r}; fix it with "
             "`skillyard config set datatable sql_timeout 5`",
             error_type="config",
@@ -410,14 +423,14 @@ async def _sql_setup(call: Call, mode: str) -> tuple[str, frozenset[str], Any]:
     """Access check, the forbidden tables of this actor, and the guard's verdict (refusals raised as they are)."""
     await _check(call, call.action)
     sql = _require(call, "sql", "one SQL statement")
-    await store.ensure_schema(call.conn, call.schema)
+    await store_schema.ensure_schema(call.conn, call.schema)
     forbidden = await permissions.sql_forbidden_tables(call.conn, call.schema, call.roles)
     try:
         checked = check_sql(sql, schema=call.schema, mode=mode, forbidden_tables=forbidden)
     except SqlRefused as exc:
         raise SqlChannelError(exc.reason, error_type="recoverable", code=exc.code) from None
     except (TypeError, ValueError) as exc:
-        raise store.StoreError(f"sql: {exc}", need_param="sql") from None
+        raise store_schema.StoreError(f"sql: {exc}", need_param="sql") from None
     # Tables left on this channel are open to every row action of this actor: policies must show all rows.
     await permissions.set_actor(call.conn, None, all_rows=True)
     return sql, forbidden, checked
@@ -452,7 +465,7 @@ async def sql_execute(call: Call) -> dict[str, Any]:
     if checked.kind == "delete":
         reply["backup_file"] = backup_file
     if checked.kind == "create_table" and reply.get("created"):
-        registered = await store.register_sql_table(call.conn, call.schema, reply["created"])
+        registered = await store_tables.register_sql_table(call.conn, call.schema, reply["created"])
         reply["table_id"] = registered["id"]
         reply["fields"] = registered["fields"]
     return reply
@@ -478,11 +491,11 @@ async def create_table(call: Call) -> dict[str, Any]:
     await _check(call, "create_table")
     title = _require(call, "table_name", "the new table's title, e.g. 客户")
     fields = _require(call, "fields", 'the field list, e.g. [{"title": "姓名", "uidt": "文本"}]')
-    return await store.create_table(call.conn, call.schema, title, fields)
+    return await store_tables.create_table(call.conn, call.schema, title, fields)
 
 
-async def _structure_table(call: Call) -> store.TableInfo:
-    table = await store.resolve_table(
+async def _structure_table(call: Call) -> store_schema.TableInfo:
+    table = await store_schema.resolve_table(
         call.conn, call.schema, call.params.get("table_id"), call.params.get("table_name")
     )
     await _check(call, call.action, table)
@@ -492,17 +505,17 @@ async def _structure_table(call: Call) -> store.TableInfo:
 async def add_field(call: Call) -> dict[str, Any]:
     table = await _structure_table(call)
     definition = _require(call, "field", 'the field definition, e.g. {"title": "电话", "uidt": "电话"}')
-    return await store.add_field(call.conn, call.schema, table.id, definition)
+    return await store_fields.add_field(call.conn, call.schema, table.id, definition)
 
 
 async def update_field(call: Call) -> dict[str, Any]:
     table = await _structure_table(call)
     title = _require(call, "field_title", "the field to change")
     patch = _require(call, "patch", 'the changes, e.g. {"title": "新名"} or {"uidt": "整数"}')
-    type_change = await store.changes_type(call.conn, call.schema, table.id, title, patch)
+    type_change = await store_fields.changes_type(call.conn, call.schema, table.id, title, patch)
     if needs_confirmation(call.request, type_change=type_change):
         return dry_run(call.request, f"change the type of field {title!r} of table {table.title!r} ({patch})")
-    return await store.update_field(call.conn, call.schema, table.id, title, patch)
+    return await store_fields.update_field(call.conn, call.schema, table.id, title, patch)
 
 
 async def delete_field(call: Call) -> dict[str, Any]:
@@ -510,7 +523,7 @@ async def delete_field(call: Call) -> dict[str, Any]:
     title = _require(call, "field_title", "the field to delete")
     if needs_confirmation(call.request):
         return dry_run(call.request, f"delete field {title!r} and its data from table {table.title!r}")
-    return await store.delete_field(call.conn, call.schema, table.id, title)
+    return await store_fields.delete_field(call.conn, call.schema, table.id, title)
 
 
 async def delete_table(call: Call) -> dict[str, Any]:
@@ -518,7 +531,7 @@ async def delete_table(call: Call) -> dict[str, Any]:
     if needs_confirmation(call.request):
         count = await call.conn.fetchval(f"SELECT count(*) FROM {table.qualified}")
         return dry_run(call.request, f"delete table {table.title!r} with its {count} row(s)")
-    await store.delete_table(call.conn, call.schema, table.id)
+    await store_tables.delete_table(call.conn, call.schema, table.id)
     return {"data": True, "deleted": table.as_dict()}
 
 

@@ -9,7 +9,7 @@ The same calls back the CLI (``skillyard datatable grant | grants | revoke``, se
 
 Each call opens one session of the platform's database (``yard.database.session()``), works on its asyncpg
 connection and commits on success; on any error it rolls back, so a failed grant leaves nothing behind (not even
-the organisation's schema it may have started to create). Bad input raises :class:`~.store.StoreError` (a
+the organisation's schema it may have started to create). Bad input raises :class:`~.store_schema.StoreError` (a
 :class:`~.permissions.PermissionDenied` for grant settings) whose message says what was wrong and how to fix it and
 whose ``need_param`` names the parameter: ``org``, ``table_id``, ``role``, ``ops``, ``row_scope`` or
 ``owner_field``.
@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from . import permissions
-from .store import StoreError, quote_ident, raw_connection, schema_for
+from .store_schema import StoreError, quote_ident, raw_connection, schema_for
 
 __all__ = ["CREATEROLE_WARNING", "grant", "list_grants", "revoke", "sql_role_check"]
 

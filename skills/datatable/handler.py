@@ -16,12 +16,12 @@ from typing import Any
 
 import asyncpg
 
-from . import store
+from . import store_schema
 from .actions import ACTION_FUNCTIONS, Call, open_call
 from .dispatch import DispatchError, Request, normalize_request
-from .fields import FieldError
+from .field_errors import FieldError
 from .filters import FilterError
-from .rows import classify
+from .rows_errors import classify
 from .sql_channel import SqlChannelError
 
 log = logging.getLogger(__name__)
@@ -33,13 +33,13 @@ async def execute(input_data: Any, runtime_context: Mapping[str, Any]) -> dict[s
     except DispatchError as exc:
         return exc.to_envelope()
     try:
-        schema = store.schema_for(runtime_context.get("org_id"))
-    except store.StoreError as exc:
+        schema = store_schema.schema_for(runtime_context.get("org_id"))
+    except store_schema.StoreError as exc:
         return _failure(exc, request, [])
     session = runtime_context.get("db")
     if session is None:
         return _failure(
-            store.StoreError(
+            store_schema.StoreError(
                 "no database session in runtime_context['db']: datatable runs in-process with the platform's "
                 "session (run it through skillyard, not as a subprocess)",
                 error_type="config",
@@ -71,10 +71,10 @@ async def _rollback(session: Any) -> None:
 
 def _known(exc: Exception) -> Exception | None:
     """The exception as one the envelope can explain, or None for an unexpected one."""
-    if isinstance(exc, store.StoreError | SqlChannelError | DispatchError):
+    if isinstance(exc, store_schema.StoreError | SqlChannelError | DispatchError):
         return exc
     if isinstance(exc, FieldError | FilterError):
-        return store.StoreError(str(exc))
+        return store_schema.StoreError(str(exc))
     if isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError | OSError):
         return classify(exc)
     return None

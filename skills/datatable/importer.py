@@ -6,7 +6,7 @@ Flow, all in one transaction (a SAVEPOINT when the caller has one open):
 1. the file must resolve (symlinks followed) inside the workspace; it is a JSON array of objects, or JSON Lines (one
    object per line);
 2. each row is renamed by ``mapping`` ({target field: source key}), blanks / missing values are filled from
-   ``defaults``, and it is validated by one :class:`~.fields.RowValidator` (insert rules: required fields, types,
+   ``defaults``, and it is validated by one :class:`~.row_validator.RowValidator` (insert rules: required fields, types,
    options); ``stamp`` values (row scope owner) are forced on every valid row;
 3. the valid rows are streamed with COPY (asyncpg ``copy_records_to_table``) into a TEMP staging table shaped like
    the target's business columns plus the row number, while validation goes on (the server ingests one chunk while
@@ -19,7 +19,7 @@ Flow, all in one transaction (a SAVEPOINT when the caller has one open):
 Decisions:
 
 * Row numbers in ``errors`` are 1-based: the position in the array, or the line number for JSON Lines. At most
-  :data:`~.rows.MAX_ERRORS` are listed; ``failed`` counts all.
+  :data:`~.rows_errors.MAX_ERRORS` are listed; ``failed`` counts all.
 * Without on_conflict, values of unique fields that already exist in the table or repeat within the file are found
   in the staging table with one set-based statement per unique field and reported as failed (the first occurrence
   in the file is kept). With ``on_conflict="skip"`` (which needs a unique constraint or unique index on the table)
@@ -50,9 +50,11 @@ from typing import Any
 
 import asyncpg
 
-from .fields import FieldDef, FieldError, RowValidator
-from .rows import RowErrors, RowsError, classify
-from .store import StoreError, TableInfo, load_fields, quote_ident
+from .field_errors import FieldError
+from .field_types import FieldDef
+from .row_validator import RowValidator
+from .rows_errors import RowErrors, RowsError, classify
+from .store_schema import StoreError, TableInfo, load_fields, quote_ident
 
 __all__ = ["CHUNK_ROWS", "MAX_FILE_BYTES", "insert_from_file"]
 

@@ -3,7 +3,7 @@
 Grants are set by administrators (the CLI ``skillyard datatable grant …`` and the Python API call :func:`grant`,
 :func:`revoke`, :func:`list_grants`), never by a model: nothing in the skill's action vocabulary reaches them. They
 live in the metadata table ``_dt_grants`` of the org schema (one row per table and role); the ``_dt_`` prefix keeps
-the SQL channel's role away from it (pass :data:`GRANTS_TABLE` with ``store.META_TABLES`` as the guard's
+the SQL channel's role away from it (pass :data:`GRANTS_TABLE` with ``store_schema.META_TABLES`` as the guard's
 ``forbidden_tables``, too).
 
 Rules (:func:`check_access`):
@@ -53,8 +53,9 @@ Row scope ``own`` (``owner_field`` required, must exist, of type 文本 / 长文
   owner field keeps the policy working (PostgreSQL tracks the column) but leaves the grant naming the old title:
   :func:`check_access` then refuses (fail closed) until an admin grants again with the new name.
 
-Errors are :class:`PermissionDenied` (a :class:`~.store.StoreError`): ``error_type="config"`` and non-retriable for
-setup problems the model cannot fix; the message says who can (an admin, with ``skillyard datatable grant``).
+Errors are :class:`PermissionDenied` (a :class:`~.store_schema.StoreError`): ``error_type="config"`` and
+non-retriable for setup problems the model cannot fix; the message says who can (an admin, with ``skillyard datatable
+grant``).
 Refusals of :func:`check_access` are returned as ``Access(allowed=False, reason=…)`` rather than raised.
 
 Built-in skills use only their own folder and public libraries: nothing here imports SkillYard.
@@ -70,20 +71,12 @@ from typing import Any
 
 import asyncpg
 
-from .dispatch import ACTIONS
-from .fields import FieldDef
+from .action_aliases import ACTIONS
+from .field_types import FieldDef
 from .filters import Condition
 from .protection import TOKENS_TABLE
 from .sql_channel import role_name
-from .store import (
-    META_TABLES,
-    StoreError,
-    TableInfo,
-    ensure_schema,
-    load_fields,
-    quote_ident,
-    resolve_table,
-)
+from .store_schema import META_TABLES, StoreError, TableInfo, ensure_schema, load_fields, quote_ident, resolve_table
 
 __all__ = [
     "ALL_ROWS_SETTING",
@@ -544,10 +537,10 @@ async def table_access(
     emp_no: str | None,
     has_grants: bool,
 ) -> tuple[TableInfo, Access, tuple[str, str] | None] | None:
-    """:func:`store.resolve_table` + :func:`check_access` (+ the table's fields) of a row action in one query.
+    """:func:`store_schema.resolve_table` + :func:`check_access` (+ the table's fields) of a row action in one query.
 
     For a grantable action on a table named by UUID or title in a schema whose metadata tables exist (the caller
-    knows, e.g. from :func:`store.raw_connection_probing`; ``has_grants`` likewise says whether ``_dt_grants``
+    knows, e.g. from :func:`store_schema.raw_connection_probing`; ``has_grants`` likewise says whether ``_dt_grants``
     exists). Returns None whenever the table is not found (or the case is not one of those): the caller then takes
     the step-by-step path, which explains what is wrong. Otherwise ``(table with its fields, access, preset)``: the
     same access :func:`check_access` gives from the same rows. Inside a transaction the query also sets the row-level
@@ -608,9 +601,7 @@ async def table_access(
         ]
     elif has_grants:
         lateral = ""  # nothing to set: the lateral decision is not needed
-    row = await conn.fetchrow(
-        f"SELECT {', '.join(selects)} FROM {meta}.\"_dt_tables\" t{lateral} WHERE {match}", *params
-    )
+    row = await conn.fetchrow(f'SELECT {", ".join(selects)} FROM {meta}."_dt_tables" t{lateral} WHERE {match}', *params)
     if row is None:
         return None
     fields = tuple(

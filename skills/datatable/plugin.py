@@ -39,7 +39,7 @@ def _run(work: Callable[[SkillYard], Awaitable[T]]) -> T:
     """Open a host, run ``work(yard)`` and turn every input or database problem into a one-line usage error."""
     import asyncpg
 
-    from .store import StoreError
+    from .store_schema import StoreError
 
     async def go() -> T:
         async with SkillYard(include_builtin=False) as yard:
@@ -188,7 +188,7 @@ def register_commands(cli: click.Group) -> None:
 def doctor_checks(yard: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
     async def checks() -> list[dict[str, Any]]:
         from .admin import sql_role_check
-        from .store import raw_connection
+        from .store_schema import raw_connection
 
         try:
             session = await yard.database.session()

@@ -41,7 +41,7 @@ import asyncpg
 
 from skillyard import safe_write
 
-from .store import StoreError, ensure_schema, quote_ident
+from .store_schema import StoreError, ensure_schema, quote_ident
 
 __all__ = [
     "CONFIRM_THRESHOLD",
@@ -66,7 +66,7 @@ TOKEN_TTL = 300
 TOKENS_TABLE = "_dt_confirm_tokens"
 #: Parameter keys left out of the fingerprint: the token itself and the confirmation flag.
 IGNORED_KEYS: frozenset[str] = frozenset({"confirm_token", "确认"})
-_LOCK_CLASS = 0x6474  # same advisory lock class as store.py: DDL in one org schema is serialised
+_LOCK_CLASS = 0x6474  # same advisory lock class as store_schema.py: DDL in one org schema is serialised
 _FOR_USER = (
     "确认删除：回复「确认」后按相同参数并带上 confirm_token 重新执行（5 分钟内有效）",
     "取消：不做任何改动",

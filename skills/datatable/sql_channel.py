@@ -46,7 +46,8 @@ from typing import Any
 
 import asyncpg
 
-from .sql_guard import SqlRefused, check_sql
+from .sql_guard import check_sql
+from .sql_refusal import SqlRefused
 
 __all__ = ["SqlChannelError", "SqlResult", "org_role", "role_name", "run_sql"]
 

@@ -1,0 +1,132 @@
+"""The steps the writing row actions share: the 1–100 row batch limit, row validation, forced (stamped) values and the
+``unnest()`` source that sends a batch as per-column arrays (spec §7.4, §7.5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from .field_errors import FieldError
+from .rows_context import RowContext
+from .rows_errors import RowErrors, RowsError
+
+__all__ = [
+    "BATCH_LIMIT",
+    "batch_columns",
+    "batch_records",
+    "is_empty_row",
+    "stamp_values",
+    "unnest_source",
+    "validate_rows",
+]
+
+
+#: insert_batch / upsert take at most this many rows; more go through insert_from_file (§7.4).
+BATCH_LIMIT = 100
+
+
+def stamp_values(ctx: RowContext, stamp: Mapping[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, value in stamp.items():
+        if key not in ctx.fields:
+            raise RowsError(
+                f"the forced field {key!r} does not exist in table {ctx.table.title!r}; check the owner-field setting",
+                error_type="config",
+                non_retriable=True,
+            )
+        try:
+            values[key] = ctx.validator.convert(key, value)
+        except FieldError as exc:
+            raise RowsError(f"forced value: {exc}", error_type="config", non_retriable=True) from None
+    return values
+
+
+def _array_literal(items: Sequence[str] | None) -> str | None:
+    if items is None:
+        return None
+    return "{" + ",".join('"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"' for s in items) + "}"
+
+
+def unnest_source(
+    ctx: RowContext,
+    columns: Sequence[str],
+    rows: Sequence[Mapping[str, Any]],
+    start: int = 1,
+    flagged: Collection[str] = (),
+) -> tuple[str, list[Any], list[str], dict[str, str]]:
+    """(``unnest($1::t[], …) AS s(c0, …)`` SQL, per-column arrays, the source expressions ``s.c0``…, and for each
+    column in ``flagged`` the expression of a boolean telling whether the row gave that column at all)."""
+    params: list[Any] = []
+    casts: list[str] = []
+    exprs: list[str] = []
+    aliases: list[str] = []
+    for i, column in enumerate(columns):
+        field = ctx.fields[column]
+        if field.uidt == "多选":
+            params.append([_array_literal(r.get(column)) for r in rows])
+            casts.append(f"${start + len(casts)}::text[]")
+            exprs.append(f"s.c{i}::text[]")
+        else:
+            params.append([r.get(column) for r in rows])
+            casts.append(f"${start + len(casts)}::{field.pg_type()}[]")
+            exprs.append(f"s.c{i}")
+        aliases.append(f"c{i}")
+    flags: dict[str, str] = {}
+    for i, column in enumerate(columns):
+        if column in flagged:
+            params.append([column in r for r in rows])
+            casts.append(f"${start + len(casts)}::boolean[]")
+            aliases.append(f"p{i}")
+            flags[column] = f"s.p{i}"
+    return f"unnest({', '.join(casts)}) AS s({', '.join(aliases)})", params, exprs, flags
+
+
+def batch_records(records: Any, what: str) -> list[Any]:
+    if isinstance(records, Mapping):
+        records = [records]
+    if not isinstance(records, list | tuple):
+        raise RowsError(f"{what} must be an array of objects {{field: value}}", need_param="records")
+    if not records:
+        raise RowsError(f"{what} is empty; give 1–{BATCH_LIMIT} objects", need_param="records")
+    if len(records) > BATCH_LIMIT:
+        raise RowsError(
+            f"{len(records)} rows given; insert_batch / upsert take at most {BATCH_LIMIT}. Write all rows at once to "
+            "a JSON file in the workspace and import it with insert_from_file (do not split into several batches)",
+            need_param="records",
+        )
+    return list(records)
+
+
+def validate_rows(
+    ctx: RowContext, records: Sequence[Any], *, insert: bool, errors: RowErrors
+) -> tuple[list[tuple[int, dict[str, Any]]], list[str], int]:
+    """(valid (row number, values) pairs, dropped names, rows skipped as empty)."""
+    valid: list[tuple[int, dict[str, Any]]] = []
+    dropped: dict[str, None] = {}
+    skipped = 0
+    for number, record in enumerate(records, start=1):
+        values, unknown, problems = ctx.validator.validate(record, insert=insert)
+        dropped.update(dict.fromkeys(unknown))
+        if is_empty_row(values, problems):
+            skipped += 1
+        elif problems:
+            errors.add(number, "; ".join(problems))
+        else:
+            valid.append((number, values))
+    return valid, list(dropped), skipped
+
+
+_REQUIRED = ": required; give a value"
+
+
+def is_empty_row(values: Mapping[str, Any], problems: Sequence[str]) -> bool:
+    """No value for any field (only unknown fields or blanks): the only problems are missing required fields."""
+    return all(v is None for v in values.values()) and all(p.endswith(_REQUIRED) for p in problems)
+
+
+def batch_columns(rows: Sequence[Mapping[str, Any]], ctx: RowContext) -> list[str]:
+    present: set[str] = set()
+    for row in rows:
+        present.update(row)
+    return [name for name in ctx.names if name in present]

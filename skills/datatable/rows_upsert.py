@@ -1,0 +1,204 @@
+"""The upsert row action: insert or update 1–100 rows matched on key fields with one ``MERGE … USING unnest(…)``
+(spec §7.3, §7.8.6).
+
+Decisions:
+
+* upsert matches on ``key_fields`` (equal values; a key field may not be empty, so this is ``IS NOT DISTINCT FROM``)
+  and needs no unique constraint (§7.8.6). Rows of one batch with the same key are collapsed: the last one is
+  written, the earlier ones are reported as failed.
+* As in insert_batch (rows_write.py), the batch is one set-based statement in a savepoint, and only a row-level
+  error (SQLSTATE class 22 or 23) makes it fall back to one savepoint per row.
+* ``verified_total`` counts the rows holding the batch's keys after the write, never the whole table.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import asyncpg
+
+from .field_errors import FieldError
+from .filters import Condition
+from .rows_batch import batch_columns, batch_records, stamp_values, unnest_source, validate_rows
+from .rows_context import RowContext, load_context, scope_conditions, status_count, where_clause
+from .rows_errors import RowErrors, RowsError, classify, is_row_level
+from .store_schema import StoreError, TableInfo, quote_ident
+
+__all__ = ["upsert"]
+
+
+def _key_fields(ctx: RowContext, raw: Any) -> list[str]:
+    items = raw.replace("，", ",").split(",") if isinstance(raw, str) else raw
+    if not isinstance(items, list | tuple) or not items:
+        raise RowsError(
+            'upsert needs key_fields, e.g. ["工号"]: the fields that identify a row', need_param="key_fields"
+        )
+    keys: list[str] = []
+    for item in items:
+        name = item.strip() if isinstance(item, str) else item
+        if name not in ctx.fields:
+            raise RowsError(
+                f"key_fields: unknown field {item!r}; the table's fields are {', '.join(ctx.names)}",
+                need_param="key_fields",
+            )
+        if name not in keys:
+            keys.append(name)
+    return keys
+
+
+def _key_match(keys: Sequence[str], exprs: Sequence[str]) -> str:
+    """``t.key = s.cN AND …``: a row of the table matches a batch row holding the same key values.
+
+    upsert refuses batch rows with an empty key field, so every ``s.cN`` here is non-NULL, and then ``=`` means
+    exactly what ``IS NOT DISTINCT FROM`` means (a NULL in the table matches neither); unlike it, ``=`` lets
+    PostgreSQL hash-join the batch with the table (or use an index on the key) instead of comparing every row of
+    the table with every row of the batch.
+    """
+    return " AND ".join(f"t.{quote_ident(k)} = {e}" for k, e in zip(keys, exprs, strict=True))
+
+
+def _has_merge_returning(conn: asyncpg.Connection) -> bool:
+    return bool(conn.get_server_version().major >= 17)  # MERGE … RETURNING merge_action() is PostgreSQL 17+
+
+
+async def _merge(
+    conn: asyncpg.Connection,
+    ctx: RowContext,
+    keys: Sequence[str],
+    columns: Sequence[str],
+    rows: Sequence[Mapping[str, Any]],
+    extra: Sequence[Condition],
+) -> tuple[int, int]:
+    """One MERGE of ``rows``; (inserted, updated)."""
+    non_keys = [c for c in columns if c not in keys]
+    source, params, exprs, flags = unnest_source(ctx, columns, rows, flagged=non_keys)
+    src = dict(zip(columns, exprs, strict=True))
+    on = _key_match(keys, [src[k] for k in keys])
+    scope, scope_params = where_clause(ctx, extra, start=len(params) + 1, column_prefix="t.")
+    if scope:
+        on += " AND " + scope.removeprefix(" WHERE ")
+    params.extend(scope_params)
+    # a column some rows of the batch do not give keeps its value in those rows (CASE on the presence flag)
+    matched = (
+        "WHEN MATCHED THEN UPDATE SET "
+        + ", ".join(
+            f"{quote_ident(c)} = CASE WHEN {flags[c]} THEN {src[c]} ELSE t.{quote_ident(c)} END" for c in non_keys
+        )
+        if non_keys
+        else "WHEN MATCHED THEN DO NOTHING"
+    )
+    sql = (
+        f"MERGE INTO {ctx.table.qualified} AS t USING (SELECT * FROM {source}) AS s ON {on} {matched} "
+        f"WHEN NOT MATCHED THEN INSERT ({', '.join(map(quote_ident, columns))}) VALUES ({', '.join(exprs)})"
+    )
+    if _has_merge_returning(conn):
+        result = await conn.fetch(sql + " RETURNING merge_action() AS action", *params)
+        inserted = sum(1 for r in result if r["action"] == "INSERT")
+        return inserted, len(result) - inserted
+    existing = await conn.fetchval(
+        f"SELECT count(*) FROM {ctx.table.qualified} AS t WHERE EXISTS (SELECT 1 FROM {source} WHERE {on})", *params
+    )
+    status = await conn.execute(sql, *params)
+    total = status_count(status)
+    updated = int(existing) if non_keys else 0
+    return total - updated, updated
+
+
+async def upsert(
+    conn: asyncpg.Connection,
+    table: TableInfo,
+    key_fields: Any,
+    records: Any,
+    *,
+    stamp: Mapping[str, Any] | None = None,
+    extra_conditions: Sequence[Condition] = (),
+) -> dict[str, Any]:
+    """Insert or update 1–100 rows matched on ``key_fields`` (no unique constraint needed): ``{inserted, updated,
+    failed, errors, verified_total}`` (+ ``dropped``). Rows outside ``extra_conditions`` never match (a new row is
+    inserted instead); ``stamp`` is written on inserted and updated rows. Required fields are not checked (a row may
+    turn out to be an update)."""
+    rows_in = batch_records(records, "records")
+    errors = RowErrors()
+    inserted = updated = 0
+    try:
+        ctx = await load_context(conn, table)
+        keys = _key_fields(ctx, key_fields)
+        extra = scope_conditions(ctx, extra_conditions)
+        forced = stamp_values(ctx, stamp or {})
+        valid, dropped, skipped = validate_rows(ctx, rows_in, insert=False, errors=errors)
+        by_key: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = {}
+        for number, values in valid:
+            missing = [k for k in keys if values.get(k) is None]
+            if missing:
+                errors.add(number, f"key field(s) {', '.join(missing)} empty; every record needs its key_fields")
+                continue
+            key = tuple(json.dumps(values[k], default=str, ensure_ascii=False) for k in keys)
+            if key in by_key:
+                errors.add(by_key[key][0], f"same key as row {number}; only the last row with this key was written")
+            values.update(forced)
+            by_key[key] = (number, values)
+        batch = sorted(by_key.values(), key=lambda item: item[0])
+        if batch:
+            columns = batch_columns([v for _, v in batch], ctx)
+            try:  # as in insert_batch: the per-row fallback gets its own savepoint only when it is needed
+                async with conn.transaction():
+                    inserted, updated = await _merge(conn, ctx, keys, columns, [v for _, v in batch], extra)
+            except asyncpg.PostgresError as exc:
+                if not is_row_level(exc):
+                    raise
+                inserted = updated = 0
+                async with conn.transaction():
+                    for number, values in batch:
+                        try:
+                            async with conn.transaction():
+                                added, changed = await _merge(conn, ctx, keys, columns, [values], extra)
+                        except asyncpg.PostgresError as row_exc:
+                            if not is_row_level(row_exc):
+                                raise
+                            errors.add(number, str(classify(row_exc)))
+                            by_key.pop(next(k for k, v in by_key.items() if v[0] == number))
+                            continue
+                        inserted += added
+                        updated += changed
+            verified = await _count_keys(conn, ctx, keys, [v for _, v in by_key.values()], extra)
+        else:
+            verified = 0
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, StoreError, FieldError) as exc:
+        raise classify(exc) from None
+    result: dict[str, Any] = {
+        "inserted": inserted,
+        "updated": updated,
+        "failed": errors.failed,
+        "errors": sorted(errors.items, key=lambda e: e["row"]),
+        "verified_total": verified,
+    }
+    if skipped:
+        result["skipped"] = skipped
+    if dropped:
+        result["dropped"] = dropped
+    return result
+
+
+async def _count_keys(
+    conn: asyncpg.Connection,
+    ctx: RowContext,
+    keys: Sequence[str],
+    rows: Sequence[Mapping[str, Any]],
+    extra: Sequence[Condition],
+) -> int:
+    if not rows:
+        return 0
+    source, params, exprs, _ = unnest_source(ctx, keys, rows)
+    on = _key_match(keys, exprs)
+    scope, scope_params = where_clause(ctx, extra, start=len(params) + 1, column_prefix="t.")
+    if scope:
+        on += " AND " + scope.removeprefix(" WHERE ")
+    return int(
+        await conn.fetchval(
+            f"SELECT count(*) FROM {ctx.table.qualified} AS t WHERE EXISTS (SELECT 1 FROM {source} WHERE {on})",
+            *params,
+            *scope_params,
+        )
+    )
