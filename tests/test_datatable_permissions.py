@@ -443,3 +443,10 @@ async def test_table_access_agrees_with_check_access(conn: asyncpg.Connection, s
         conn, schema, table.id, "负责人", {"title": "经办人"}
     )  # the owner field is gone: refused
     await compare(table.id, "query", ["a"], "E1")
+
+
+async def test_grant_on_an_unknown_table_creates_nothing(conn: asyncpg.Connection) -> None:
+    fresh = f"org_data_fresh{uuid.uuid4().hex[:10]}"
+    with pytest.raises(store_schema.StoreError, match="no tables yet"):
+        await perms.grant(conn, fresh, table_id_or_name="客户", role="sales", ops="read")
+    assert not await conn.fetchval("SELECT count(*) FROM pg_namespace WHERE nspname = $1", fresh)

@@ -316,8 +316,8 @@ async def grant(
         raise PermissionDenied(
             f"row_scope must be 'all' or 'own', got {row_scope!r}", error_type="recoverable", need_param="row_scope"
         )
+    table = await resolve_table(conn, schema, table_id_or_name)  # first: a grant on no table creates nothing
     await ensure_grants_table(conn, schema)
-    table = await resolve_table(conn, schema, table_id_or_name)
     if row_scope == "all":
         owner_field = None
     else:
