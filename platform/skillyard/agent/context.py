@@ -105,7 +105,7 @@ class NodeContext:
 
     async def record(self, evidence: Evidence) -> None:
         """Add or update an evidence record and save it at once."""
-        if evidence not in self.evidence:
-            evidence.seq = max((e.seq for e in self.evidence), default=0) + 1
+        if evidence.seq == 0:  # not registered yet: registration numbers it (loaded records already have a seq)
+            evidence.seq = (self.evidence[-1].seq if self.evidence else 0) + 1
             self.evidence.append(evidence)
         await self.store.save_evidence(evidence)

@@ -10,14 +10,15 @@ missing one (§6.1).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 MISSING: Any = object()
 
 
-def split(path: str) -> list[str]:
-    """``"lines[].x"`` → ``["lines", "[]", "x"]``; ``"a.0.b"`` → ``["a", "0", "b"]``."""
+@functools.lru_cache(maxsize=1024)
+def _split(path: str) -> tuple[str, ...]:
     parts: list[str] = []
     for segment in path.split("."):
         if segment.endswith("[]"):
@@ -26,11 +27,16 @@ def split(path: str) -> list[str]:
             parts.append("[]")
         elif segment:
             parts.append(segment)
-    return parts
+    return tuple(parts)
+
+
+def split(path: str) -> list[str]:
+    """``"lines[].x"`` → ``["lines", "[]", "x"]``; ``"a.0.b"`` → ``["a", "0", "b"]`` (parsed once per path)."""
+    return list(_split(path))
 
 
 def _step(value: Any, key: str) -> Any:
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         return value.get(key, MISSING)
     if isinstance(value, list) and (key.isdigit() or (key.startswith("-") and key[1:].isdigit())):
         index = int(key)
@@ -38,7 +44,7 @@ def _step(value: Any, key: str) -> Any:
     return MISSING
 
 
-def _get(value: Any, parts: list[str]) -> Any:
+def _get(value: Any, parts: Sequence[str]) -> Any:
     for position, key in enumerate(parts):
         if key == "[]":
             if not isinstance(value, list):
@@ -56,7 +62,7 @@ def get_path(value: Any, path: str | None) -> tuple[bool, Any]:
     """``(True, value)`` when ``path`` exists in ``value`` (an empty path: the value itself), else ``(False, None)``."""
     if not path:
         return True, value
-    found = _get(value, split(path))
+    found = _get(value, _split(path))
     return (False, None) if found is MISSING else (True, found)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from ...invoke.inputs import is_empty
 from ..codes import ErrorCode
 from ..state import Observation
-from .base import ChainCall
+from .base import ChainCall, json_copy
 
 
 def _schema(call: ChainCall) -> Mapping[str, Any]:
@@ -57,7 +57,7 @@ def check(call: ChainCall) -> Observation | None:
             f"the arguments of {call.tool!r} must be a JSON object, not {type(raw).__name__}",
             f"call {call.tool} again with the arguments as one JSON object",
         )
-    call.args = json.loads(json.dumps(raw, default=str))  # a private deep copy binding may change
+    call.args = json_copy(raw)  # a private deep copy binding may change
     resolved = call.ctx.yard.resolve(call.tool)
     if resolved is None:
         return call.refuse(

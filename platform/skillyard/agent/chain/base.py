@@ -16,13 +16,51 @@ if TYPE_CHECKING:
     from ..contract import ToolContract
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def canonical(value: Any) -> str:
-    """Stable JSON text of a value (sorted keys, no spaces): what fingerprints and idempotency keys hash."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    """Stable JSON text of a value (sorted keys, no spaces): what fingerprints and idempotency keys hash.
+
+    One shared encoder: ``json.dumps`` with options would build a new JSONEncoder on every call.
+    """
+    return _CANONICAL.encode(value)
 
 
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any) -> Any:
+    """A deep copy of plain JSON values (str-keyed dicts, lists, exact scalars); anything else raises TypeError."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise TypeError(key)
+            out[key] = _plain(item)
+        return out
+    if kind is list:
+        return [_plain(item) for item in value]
+    raise TypeError(kind)
+
+
+def json_copy(value: Any) -> Any:
+    """``json.loads(json.dumps(value, default=str))``: a private deep copy as plain JSON values.
+
+    Plain JSON values (the usual case) are copied directly, which is several times faster; anything else (tuples,
+    non-str keys, dates, subclasses) or a self-referencing value goes through the JSON round trip itself.
+    """
+    try:
+        return _plain(value)
+    except (TypeError, RecursionError):
+        return json.loads(json.dumps(value, default=str))
 
 
 @dataclass

@@ -59,6 +59,8 @@ def _text(value: Any) -> str:
 
 def equal(a: Any, b: Any) -> bool:
     """§6.1 EQ: numerically when both sides are numbers, else as text."""
+    if type(a) is type(b) and (type(a) is int or (type(a) is str and a == b)):
+        return bool(a == b)  # two ints compare exactly; equal texts are equal either way (no Decimal needed)
     x, y = _number(a), _number(b)
     if x is not None and y is not None:
         return x == y
