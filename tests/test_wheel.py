@@ -83,3 +83,16 @@ def test_wheel_contains_builtin_skills_and_list_finds_them(tmp_path):
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SKILLYARD_HOME": str(tmp_path / "home")},
     )
     assert ran.returncode == 0 and json.loads(ran.stdout)["probe"] is True
+
+
+def test_every_platform_package_is_listed_for_the_wheel() -> None:
+    """pyproject lists packages explicitly (skills/ is mapped in too); a new package missing there is not shipped."""
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(init.parent.relative_to(root / "platform").parts)
+        for init in (root / "platform" / "skillyard").rglob("__init__.py")
+    }
+    assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
