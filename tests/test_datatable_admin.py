@@ -13,7 +13,8 @@ import asyncpg
 import pytest
 from click.testing import CliRunner
 from skillyard.builtin_skills.datatable import admin, store_schema, store_tables
-from skillyard.builtin_skills.datatable.permissions import READ_ACTIONS, PermissionDenied
+from skillyard.builtin_skills.datatable.permissions_errors import PermissionDenied
+from skillyard.builtin_skills.datatable.permissions_grants import READ_ACTIONS
 
 from datatable_support import asyncpg_dsn
 from skillyard import SkillYard

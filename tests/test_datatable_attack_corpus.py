@@ -1,7 +1,7 @@
 """An attack corpus against the datatable skill's SQL channel (sql_guard.py + sql_channel.py), on real PostgreSQL.
 
 Every statement is written to escape organisation A's schema and runs through ``run_sql`` exactly as the handler
-calls it: as organisation A, with ``forbidden_tables`` from ``permissions.sql_forbidden_tables``. Organisation B
+calls it: as organisation A, with ``forbidden_tables`` from ``permissions_access.sql_forbidden_tables``. Organisation B
 (another schema) holds tables with known rows; A has an ordinary table, a scratch table, an own-scoped table
 (row scope ``own`` with an owner field, so row-level security is on) with a view made over it before the grant, and
 the skill's metadata tables (``_dt_tables``, ``_dt_fields``, ``_dt_grants``, ``_dt_confirm_tokens``).
@@ -27,10 +27,13 @@ import pytest
 from datatable_support import asyncpg_dsn, load_datatable_module
 
 channel = load_datatable_module("sql_channel")
+sql_errors = load_datatable_module("sql_errors")
+sql_role = load_datatable_module("sql_role")
 store_tables = load_datatable_module("store_tables")
-perms = load_datatable_module("permissions")
+perm_access = load_datatable_module("permissions_access")
+perm_grants = load_datatable_module("permissions_grants")
 protection = load_datatable_module("protection")
-SqlChannelError = channel.SqlChannelError
+SqlChannelError = sql_errors.SqlChannelError
 
 Q, X = "query", "execute"
 TIMEOUT = 1.0  # seconds: the long-running cases must be stopped by the statement timeout
@@ -428,7 +431,7 @@ async def world(database_url: str) -> AsyncIterator[World]:
     conn = await asyncpg.connect(asyncpg_dsn(database_url))
     tag = uuid.uuid4().hex[:12]
     a, b = f"org_data_atka{tag}", f"org_data_atkb{tag}"
-    role = channel.role_name(a)
+    role = sql_role.role_name(a)
     try:
         # Organisation A: an ordinary table, a scratch table, an own-scoped table, the metadata tables.
         await store_tables.create_table(
@@ -446,7 +449,7 @@ async def world(database_url: str) -> AsyncIterator[World]:
         # A view over the own-scoped table, made on the channel before the table was limited: row-level security
         # (FORCEd, and the org role is no superuser) must still hide every row from it.
         await channel.run_sql(conn, "create view 工资视图 as select 姓名, 薪资 from 工资", schema=a, mode=X)
-        await perms.grant(
+        await perm_grants.grant(
             conn, a, table_id_or_name="工资", role="staff", ops=["read"], row_scope="own", owner_field="负责人"
         )
         await protection.ensure_tokens_table(conn, a)
@@ -460,7 +463,7 @@ async def world(database_url: str) -> AsyncIterator[World]:
         await conn.execute(f'CREATE TABLE "{b}".secret (id bigserial PRIMARY KEY, v text)')
         await conn.execute(f"INSERT INTO \"{b}\".secret (v) VALUES ('b-plain')")
 
-        forbidden = await perms.sql_forbidden_tables(conn, a, ["staff"])
+        forbidden = await perm_access.sql_forbidden_tables(conn, a, ["staff"])
         assert {"工资", "_dt_tables", "_dt_fields", "_dt_grants", "_dt_confirm_tokens"} <= forbidden
         # First use creates the org role: before the snapshot, so the comparison sees only the corpus.
         first = await channel.run_sql(conn, "select 1 as n", schema=a, mode=Q, forbidden_tables=forbidden)

@@ -11,9 +11,10 @@ import pytest
 from datatable_support import load_datatable_module
 
 filters = load_datatable_module("filters")
+query_options = load_datatable_module("query_options")
 Condition = filters.Condition
 FilterError = filters.FilterError
-Metric = filters.Metric
+Metric = query_options.Metric
 parse_filters = filters.parse_filters
 compile_conditions = filters.compile_conditions
 
@@ -440,7 +441,7 @@ def test_parse_then_compile() -> None:
     ],
 )
 def test_sort(raw: Any, expected: tuple[str, bool]) -> None:
-    assert filters.parse_sort(raw, KNOWN) == expected
+    assert query_options.parse_sort(raw, KNOWN) == expected
 
 
 @pytest.mark.parametrize(
@@ -460,7 +461,7 @@ def test_sort(raw: Any, expected: tuple[str, bool]) -> None:
 )
 def test_bad_sort(raw: Any, fragment: str) -> None:
     with pytest.raises(FilterError) as info:
-        filters.parse_sort(raw, KNOWN)
+        query_options.parse_sort(raw, KNOWN)
     assert fragment in str(info.value)
 
 
@@ -469,8 +470,8 @@ def test_bad_sort(raw: Any, fragment: str) -> None:
 
 
 def test_caps() -> None:
-    assert (filters.QUERY_DEFAULT, filters.QUERY_CAP) == (100, 1000)
-    assert (filters.AGGREGATE_DEFAULT, filters.AGGREGATE_CAP) == (1000, 10000)
+    assert (query_options.QUERY_DEFAULT, query_options.QUERY_CAP) == (100, 1000)
+    assert (query_options.AGGREGATE_DEFAULT, query_options.AGGREGATE_CAP) == (1000, 10000)
 
 
 @pytest.mark.parametrize(
@@ -492,24 +493,24 @@ def test_caps() -> None:
     ],
 )
 def test_clamp_limit(raw: Any, default: int, cap: int, expected: int) -> None:
-    assert filters.clamp_limit(raw, default=default, cap=cap) == expected
+    assert query_options.clamp_limit(raw, default=default, cap=cap) == expected
 
 
 @pytest.mark.parametrize("raw", [0, -1, "-5", "abc", 1.5, True, "1e3", [10], "１０"])
 def test_bad_limit(raw: Any) -> None:
     with pytest.raises(FilterError, match="limit"):
-        filters.clamp_limit(raw, default=100, cap=1000)
+        query_options.clamp_limit(raw, default=100, cap=1000)
 
 
 @pytest.mark.parametrize(("raw", "expected"), [(None, 0), ("", 0), (0, 0), (20, 20), ("20", 20), (10**6, 10**6)])
 def test_offset(raw: Any, expected: int) -> None:
-    assert filters.parse_offset(raw) == expected
+    assert query_options.parse_offset(raw) == expected
 
 
 @pytest.mark.parametrize("raw", [-1, "-1", "x", 2.5, False, "--5"])
 def test_bad_offset(raw: Any) -> None:
     with pytest.raises(FilterError, match="offset"):
-        filters.parse_offset(raw)
+        query_options.parse_offset(raw)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -526,7 +527,7 @@ def test_metrics() -> None:
         {"field": "部门", "op": "count", "alias": "有部门"},
         {"field": "*", "op": "count", "alias": "全部"},
     ]
-    assert filters.parse_metrics(raw, KNOWN) == [
+    assert query_options.parse_metrics(raw, KNOWN) == [
         Metric("sum", "薪资", "总薪资"),
         Metric("avg", "薪资", "薪资_avg"),
         Metric("max", "薪资", "薪资_max"),
@@ -538,12 +539,12 @@ def test_metrics() -> None:
 
 
 def test_metric_ops() -> None:
-    assert frozenset({"sum", "avg", "max", "min", "count"}) == filters.METRIC_OPS
+    assert frozenset({"sum", "avg", "max", "min", "count"}) == query_options.METRIC_OPS
 
 
 def test_a_single_metric_object_and_json_text() -> None:
-    assert filters.parse_metrics({"op": "count"}, KNOWN) == [Metric("count", None, "count")]
-    assert filters.parse_metrics('[{"field": "薪资", "op": "sum"}]', KNOWN) == [Metric("sum", "薪资", "薪资_sum")]
+    assert query_options.parse_metrics({"op": "count"}, KNOWN) == [Metric("count", None, "count")]
+    assert query_options.parse_metrics('[{"field": "薪资", "op": "sum"}]', KNOWN) == [Metric("sum", "薪资", "薪资_sum")]
 
 
 @pytest.mark.parametrize(
@@ -571,7 +572,7 @@ def test_a_single_metric_object_and_json_text() -> None:
 )
 def test_bad_metrics(raw: Any, fragment: str) -> None:
     with pytest.raises(FilterError) as info:
-        filters.parse_metrics(raw, KNOWN)
+        query_options.parse_metrics(raw, KNOWN)
     assert fragment in str(info.value)
 
 
@@ -592,7 +593,7 @@ def test_bad_metrics(raw: Any, fragment: str) -> None:
     ],
 )
 def test_group_by(raw: Any, expected: list[str]) -> None:
-    assert filters.parse_group_by(raw, KNOWN) == expected
+    assert query_options.parse_group_by(raw, KNOWN) == expected
 
 
 @pytest.mark.parametrize(
@@ -609,7 +610,7 @@ def test_group_by(raw: Any, expected: list[str]) -> None:
 )
 def test_bad_group_by(raw: Any, fragment: str) -> None:
     with pytest.raises(FilterError) as info:
-        filters.parse_group_by(raw, KNOWN)
+        query_options.parse_group_by(raw, KNOWN)
     assert fragment in str(info.value)
 
 

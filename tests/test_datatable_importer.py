@@ -19,6 +19,7 @@ store_schema = load_datatable_module("store_schema")
 store_tables = load_datatable_module("store_tables")
 rows_errors = load_datatable_module("rows_errors")
 importer = load_datatable_module("importer")
+importer_rows = load_datatable_module("importer_rows")
 RowsError = rows_errors.RowsError
 
 FIELDS: list[dict[str, Any]] = [
@@ -297,9 +298,9 @@ def test_memoized_validation_matches_plain() -> None:
         {"姓名": "i", "在职": 1},
     ] * 3
     items = list(enumerate(source, start=1))
-    plain = importer._Prepared(row_validator.RowValidator(defs), columns, {}, {}, {})
+    plain = importer_rows.Prepared(row_validator.RowValidator(defs), columns, {}, {}, {})
     validator = row_validator.RowValidator(defs)
-    importer._memoize(validator)
-    memo = importer._Prepared(validator, columns, {}, {}, {})
+    importer_rows.memoize(validator)
+    memo = importer_rows.Prepared(validator, columns, {}, {}, {})
     assert memo.chunk(items) == plain.chunk(items)
     assert memo.errors.items == plain.errors.items and memo.errors.failed == plain.errors.failed > 0

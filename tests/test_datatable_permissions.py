@@ -1,4 +1,4 @@
-"""The datatable skill's permission model (skills/datatable/permissions.py, spec §7.2), on real PostgreSQL.
+"""The datatable skill's permission model (skills/datatable/permissions_*.py, spec §7.2), on real PostgreSQL.
 
 Row-level security is proved under a NOLOGIN, non-superuser role reached with ``SET LOCAL ROLE`` (superusers always
 bypass row-level security, FORCE or not).
@@ -15,7 +15,10 @@ import pytest
 
 from datatable_support import asyncpg_dsn, load_datatable_module
 
-perms = load_datatable_module("permissions")
+perm_access = load_datatable_module("permissions_access")
+perm_errors = load_datatable_module("permissions_errors")
+perm_grants = load_datatable_module("permissions_grants")
+perm_rls = load_datatable_module("permissions_rls")
 store_fields = load_datatable_module("store_fields")
 store_schema = load_datatable_module("store_schema")
 store_tables = load_datatable_module("store_tables")
@@ -71,7 +74,7 @@ async def pg_role(conn: asyncpg.Connection, schema: str, table: Any) -> AsyncIte
 async def _access(conn: asyncpg.Connection, schema: str, table: Any, action: str, roles: list[str], **kw: Any):
     kw.setdefault("team_role", "member")
     kw.setdefault("allow_sql", True)
-    return await perms.check_access(conn, schema, table=table, action=action, roles=roles, **kw)
+    return await perm_access.check_access(conn, schema, table=table, action=action, roles=roles, **kw)
 
 
 async def _seen(conn: asyncpg.Connection, table: Any, role: str, emp_no: str | None, all_rows: bool = False):
@@ -79,7 +82,7 @@ async def _seen(conn: asyncpg.Connection, table: Any, role: str, emp_no: str | N
     tr = conn.transaction()
     await tr.start()
     try:
-        await perms.set_actor(conn, emp_no, all_rows=all_rows)
+        await perm_rls.set_actor(conn, emp_no, all_rows=all_rows)
         await conn.execute(f'SET LOCAL ROLE "{role}"')
         return sorted(r["事项"] for r in await conn.fetch(f"SELECT 事项 FROM {table.qualified}"))
     finally:
@@ -91,17 +94,18 @@ async def _seen(conn: asyncpg.Connection, table: Any, role: str, emp_no: str | N
 
 
 def test_action_sets_cover_dispatch_actions() -> None:
-    every = perms.STRUCTURE_ACTIONS | perms.SQL_ACTIONS | perms.READ_ACTIONS | perms.WRITE_ACTIONS
+    every = perm_access.STRUCTURE_ACTIONS | perm_access.SQL_ACTIONS
+    every |= perm_grants.READ_ACTIONS | perm_grants.WRITE_ACTIONS
     assert every | {"list_tables"} == set(action_aliases.ACTIONS)
-    assert perms.parse_ops(["read"]) == perms.READ_ACTIONS
-    assert perms.parse_ops("read, insert") == perms.READ_ACTIONS | {"insert"}
-    assert perms.parse_ops(["ALL"]) == perms.READ_ACTIONS | perms.WRITE_ACTIONS
-    assert perms.parse_ops([]) == frozenset()
+    assert perm_grants.parse_ops(["read"]) == perm_grants.READ_ACTIONS
+    assert perm_grants.parse_ops("read, insert") == perm_grants.READ_ACTIONS | {"insert"}
+    assert perm_grants.parse_ops(["ALL"]) == perm_grants.READ_ACTIONS | perm_grants.WRITE_ACTIONS
+    assert perm_grants.parse_ops([]) == frozenset()
     for bad in (["sql_query"], ["create_table"], ["fly"], 3):
-        with pytest.raises(perms.PermissionDenied) as info:
-            perms.parse_ops(bad)
+        with pytest.raises(perm_errors.PermissionDenied) as info:
+            perm_grants.parse_ops(bad)
         assert info.value.need_param == "ops"
-    assert issubclass(perms.PermissionDenied, store_schema.StoreError)
+    assert issubclass(perm_errors.PermissionDenied, store_schema.StoreError)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -111,14 +115,14 @@ def test_action_sets_cover_dispatch_actions() -> None:
 async def test_open_by_default(conn: asyncpg.Connection, schema: str, table: Any) -> None:
     for action in ("query", "insert", "delete_by", "list_columns"):
         access = await _access(conn, schema, table, action, ["sales"])
-        assert access == perms.Access(True, "all", None, None)
-    assert await perms.list_grants(conn, schema) == []
-    assert await perms.own_scoped_tables(conn, schema, ["sales"]) == frozenset()
+        assert access == perm_access.Access(True, "all", None, None)
+    assert await perm_grants.list_grants(conn, schema) == []
+    assert await perm_access.own_scoped_tables(conn, schema, ["sales"]) == frozenset()
 
 
 async def test_grants_are_exceptions(conn: asyncpg.Connection, schema: str, table: Any) -> None:
-    g = await perms.grant(conn, schema, table_id_or_name="任务", role="sales", ops=["read"])
-    assert g == perms.Grant(table.id, "任务", "sales", perms.READ_ACTIONS, "all", None)
+    g = await perm_grants.grant(conn, schema, table_id_or_name="任务", role="sales", ops=["read"])
+    assert g == perm_grants.Grant(table.id, "任务", "sales", perm_grants.READ_ACTIONS, "all", None)
     assert (await _access(conn, schema, table, "query", ["sales"])).allowed
     denied = await _access(conn, schema, table, "insert", ["sales"])
     assert not denied.allowed
@@ -128,16 +132,16 @@ async def test_grants_are_exceptions(conn: asyncpg.Connection, schema: str, tabl
     other_info = await store_schema.resolve_table(conn, schema, other["id"])
     assert (await _access(conn, schema, other_info, "insert", ["sales"])).allowed
     # upsert per (table, role)
-    await perms.grant(conn, schema, table_id_or_name=table.id, role="sales", ops=["write"])
-    assert [x.ops for x in await perms.list_grants(conn, schema)] == [perms.WRITE_ACTIONS]
+    await perm_grants.grant(conn, schema, table_id_or_name=table.id, role="sales", ops=["write"])
+    assert [x.ops for x in await perm_grants.list_grants(conn, schema)] == [perm_grants.WRITE_ACTIONS]
     assert not (await _access(conn, schema, table, "query", ["sales"])).allowed
-    assert await perms.revoke(conn, schema, table_id_or_name="任务", role="sales") is True
-    assert await perms.revoke(conn, schema, table_id_or_name="任务", role="sales") is False
+    assert await perm_grants.revoke(conn, schema, table_id_or_name="任务", role="sales") is True
+    assert await perm_grants.revoke(conn, schema, table_id_or_name="任务", role="sales") is False
     assert (await _access(conn, schema, table, "query", ["sales"])).allowed
 
 
 async def test_unconfigured_role_opens_the_table(conn: asyncpg.Connection, schema: str, table: Any) -> None:
-    await perms.grant(conn, schema, table_id_or_name="任务", role="sales", ops=[])
+    await perm_grants.grant(conn, schema, table_id_or_name="任务", role="sales", ops=[])
     assert not (await _access(conn, schema, table, "query", ["sales"])).allowed
     assert (await _access(conn, schema, table, "query", ["hr"])).allowed  # hr has no row: open
     assert (await _access(conn, schema, table, "delete_by", ["sales", "hr"])).allowed  # one unconfigured role
@@ -145,21 +149,21 @@ async def test_unconfigured_role_opens_the_table(conn: asyncpg.Connection, schem
 
 
 async def test_union_of_ops_and_widest_scope(conn: asyncpg.Connection, schema: str, table: Any) -> None:
-    await perms.grant(
+    await perm_grants.grant(
         conn, schema, table_id_or_name="任务", role="a", ops=["query"], row_scope="own", owner_field="负责人"
     )
-    await perms.grant(conn, schema, table_id_or_name="任务", role="b", ops=["insert", "query"])
-    await perms.grant(conn, schema, table_id_or_name="任务", role="c", ops=["read", "update"], row_scope="own",
+    await perm_grants.grant(conn, schema, table_id_or_name="任务", role="b", ops=["insert", "query"])
+    await perm_grants.grant(conn, schema, table_id_or_name="任务", role="c", ops=["read", "update"], row_scope="own",
                       owner_field="负责人")  # fmt: skip
-    own = perms.Access(True, "own", "负责人", None)
+    own = perm_access.Access(True, "own", "负责人", None)
     assert await _access(conn, schema, table, "query", ["a"]) == own
-    assert await _access(conn, schema, table, "query", ["a", "b"]) == perms.Access(True)  # all beats own
-    assert await _access(conn, schema, table, "insert", ["a", "b"]) == perms.Access(True)
+    assert await _access(conn, schema, table, "query", ["a", "b"]) == perm_access.Access(True)  # all beats own
+    assert await _access(conn, schema, table, "insert", ["a", "b"]) == perm_access.Access(True)
     assert await _access(conn, schema, table, "update", ["a", "c"]) == own  # union: c brings update
     assert not (await _access(conn, schema, table, "delete", ["a", "b", "c"])).allowed
     # the role with scope all only widens the actions it was granted
     assert await _access(conn, schema, table, "update", ["b", "c"]) == own
-    grants = await perms.list_grants(conn, schema)
+    grants = await perm_grants.list_grants(conn, schema)
     assert [(x.role, x.row_scope, x.owner_field) for x in grants] == [
         ("a", "own", "负责人"),
         ("b", "all", None),
@@ -168,7 +172,7 @@ async def test_union_of_ops_and_widest_scope(conn: asyncpg.Connection, schema: s
 
 
 async def test_structure_needs_owner_or_admin(conn: asyncpg.Connection, schema: str, table: Any) -> None:
-    for action in perms.STRUCTURE_ACTIONS:
+    for action in perm_access.STRUCTURE_ACTIONS:
         for team_role in ("owner", "admin", "Admin"):
             assert (await _access(conn, schema, table, action, [], team_role=team_role)).allowed
         for team_role in ("member", "", None):
@@ -178,7 +182,7 @@ async def test_structure_needs_owner_or_admin(conn: asyncpg.Connection, schema: 
 
 
 async def test_sql_needs_allow_sql(conn: asyncpg.Connection, schema: str) -> None:
-    for action in perms.SQL_ACTIONS:
+    for action in perm_access.SQL_ACTIONS:
         assert (await _access(conn, schema, None, action, ["x"])).allowed
         access = await _access(conn, schema, None, action, ["x"], allow_sql=False)
         assert not access.allowed and "allow_sql" in access.reason
@@ -188,8 +192,8 @@ async def test_sql_needs_allow_sql(conn: asyncpg.Connection, schema: str) -> Non
 
 async def test_owner_field_must_exist(conn: asyncpg.Connection, schema: str, table: Any) -> None:
     async def bad(**kw: Any) -> str:
-        with pytest.raises(perms.PermissionDenied) as info:
-            await perms.grant(conn, schema, table_id_or_name="任务", role="r", ops=["read"], **kw)
+        with pytest.raises(perm_errors.PermissionDenied) as info:
+            await perm_grants.grant(conn, schema, table_id_or_name="任务", role="r", ops=["read"], **kw)
         return str(info.value)
 
     assert "owner_field" in await bad(row_scope="own")
@@ -197,14 +201,14 @@ async def test_owner_field_must_exist(conn: asyncpg.Connection, schema: str, tab
     assert "type 数字" in await bad(row_scope="own", owner_field="金额")
     assert "'all' or 'own'" in await bad(row_scope="mine")
     with pytest.raises(store_schema.StoreError):
-        await perms.grant(conn, schema, table_id_or_name="不存在", role="r", ops=["read"])
-    assert await perms.list_grants(conn, schema) == []
+        await perm_grants.grant(conn, schema, table_id_or_name="不存在", role="r", ops=["read"])
+    assert await perm_grants.list_grants(conn, schema) == []
     # one owner field per table
-    await perms.grant(
+    await perm_grants.grant(
         conn, schema, table_id_or_name="任务", role="r", ops=["read"], row_scope="own", owner_field="负责人"
     )
-    with pytest.raises(perms.PermissionDenied, match="another owner field"):
-        await perms.grant(conn, schema, table_id_or_name="任务", role="r2", ops=["read"], row_scope="own",
+    with pytest.raises(perm_errors.PermissionDenied, match="another owner field"):
+        await perm_grants.grant(conn, schema, table_id_or_name="任务", role="r2", ops=["read"], row_scope="own",
                           owner_field="事项")  # fmt: skip
     # the owner field renamed later: refused (fail closed) until granted again
     await store_fields.update_field(conn, schema, table.id, "负责人", {"title": "经办人"})
@@ -217,33 +221,33 @@ async def test_owner_field_must_exist(conn: asyncpg.Connection, schema: str, tab
 
 
 def test_own_scope_conditions_and_stamp() -> None:
-    own = perms.Access(True, "own", "负责人", None)
-    assert perms.own_scope(own, {"actor_emp_no": "E1", "emp_no": "E9"}) == (
+    own = perm_access.Access(True, "own", "负责人", None)
+    assert perm_access.own_scope(own, {"actor_emp_no": "E1", "emp_no": "E9"}) == (
         [Condition("负责人", "eq", "E1")],
         {"负责人": "E1"},
     )
-    assert perms.own_scope(own, {"emp_no": " E9 "}) == ([Condition("负责人", "eq", "E9")], {"负责人": "E9"})
-    assert perms.own_scope(own, {"actor_emp_no": "", "emp_no": 42}) == (
+    assert perm_access.own_scope(own, {"emp_no": " E9 "}) == ([Condition("负责人", "eq", "E9")], {"负责人": "E9"})
+    assert perm_access.own_scope(own, {"actor_emp_no": "", "emp_no": 42}) == (
         [Condition("负责人", "eq", "42")],
         {"负责人": "42"},
     )
     for ctx in ({}, None, {"actor_emp_no": "  "}, {"emp_no": True}, {"user_id": "E1"}):
-        with pytest.raises(perms.PermissionDenied) as info:
-            perms.own_scope(own, ctx)
+        with pytest.raises(perm_errors.PermissionDenied) as info:
+            perm_access.own_scope(own, ctx)
         assert info.value.error_type == "config" and "employee number" in str(info.value)
-    assert perms.own_scope(perms.Access(True), {}) == ([], {})
-    with pytest.raises(perms.PermissionDenied):
-        perms.own_scope(perms.Access(False, reason="no"), {"emp_no": "E1"})
-    assert perms.protected_fields(own) == {"负责人"}
-    assert perms.protected_fields(perms.Access(True)) == frozenset()
+    assert perm_access.own_scope(perm_access.Access(True), {}) == ([], {})
+    with pytest.raises(perm_errors.PermissionDenied):
+        perm_access.own_scope(perm_access.Access(False, reason="no"), {"emp_no": "E1"})
+    assert perm_access.protected_fields(own) == {"负责人"}
+    assert perm_access.protected_fields(perm_access.Access(True)) == frozenset()
 
 
 async def test_own_scope_drives_the_row_functions(conn: asyncpg.Connection, schema: str, table: Any) -> None:
-    await perms.grant(
+    await perm_grants.grant(
         conn, schema, table_id_or_name="任务", role="r", ops=["all"], row_scope="own", owner_field="负责人"
     )
     access = await _access(conn, schema, table, "query", ["r"])
-    extra, stamp = perms.own_scope(access, {"actor_emp_no": "E1"})
+    extra, stamp = perm_access.own_scope(access, {"actor_emp_no": "E1"})
     result = await rows_read.query(conn, table, extra_conditions=extra, sort="事项")
     assert [r["事项"] for r in result["list"]] == ["a", "b"]
     record = await rows_write.insert(conn, table, {"事项": "e", "负责人": "E2"}, stamp=stamp)
@@ -251,23 +255,23 @@ async def test_own_scope_drives_the_row_functions(conn: asyncpg.Connection, sche
     assert await rows_read.count_matching(conn, table, None, extra) == 3
     with pytest.raises(rows_errors.RowsError):
         await rows_write.update(conn, table, record["id"], {"负责人": "E2"}, extra_conditions=extra,
-                          protected=perms.protected_fields(access))  # fmt: skip
+                          protected=perm_access.protected_fields(access))  # fmt: skip
 
 
 async def test_own_scoped_tables(conn: asyncpg.Connection, schema: str, table: Any) -> None:
     other = await store_tables.create_table(conn, schema, "其他", FIELDS)
-    await perms.grant(
+    await perm_grants.grant(
         conn, schema, table_id_or_name="任务", role="r", ops=["read"], row_scope="own", owner_field="负责人"
     )
-    await perms.grant(conn, schema, table_id_or_name="任务", role="boss", ops=["all"])
-    await perms.grant(conn, schema, table_id_or_name=other["id"], role="r", ops=["query"])
-    assert await perms.own_scoped_tables(conn, schema, ["r"]) == {"任务"}
-    assert await perms.own_scoped_tables(conn, schema, ["r", "boss"]) == frozenset()  # all beats own
-    assert await perms.own_scoped_tables(conn, schema, ["r", "hr"]) == frozenset()  # hr unconfigured: open
-    assert await perms.own_scoped_tables(conn, schema, []) == frozenset()
-    forbidden = await perms.sql_forbidden_tables(conn, schema, ["r"])
+    await perm_grants.grant(conn, schema, table_id_or_name="任务", role="boss", ops=["all"])
+    await perm_grants.grant(conn, schema, table_id_or_name=other["id"], role="r", ops=["query"])
+    assert await perm_access.own_scoped_tables(conn, schema, ["r"]) == {"任务"}
+    assert await perm_access.own_scoped_tables(conn, schema, ["r", "boss"]) == frozenset()  # all beats own
+    assert await perm_access.own_scoped_tables(conn, schema, ["r", "hr"]) == frozenset()  # hr unconfigured: open
+    assert await perm_access.own_scoped_tables(conn, schema, []) == frozenset()
+    forbidden = await perm_access.sql_forbidden_tables(conn, schema, ["r"])
     assert {"任务", "其他", "_dt_grants", "_dt_tables", "_dt_fields"} <= forbidden  # 其他: r may only query
-    assert "任务" not in await perms.sql_forbidden_tables(conn, schema, ["boss"])
+    assert "任务" not in await perm_access.sql_forbidden_tables(conn, schema, ["boss"])
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -289,7 +293,7 @@ async def test_rls_filters_rows_for_a_non_superuser(
 ) -> None:
     assert await _rls_flags(conn, table) == (False, False, 0)
     assert await _seen(conn, table, pg_role, None) == ["a", "b", "c", "d"]  # no own grant: no policy
-    await perms.grant(
+    await perm_grants.grant(
         conn, schema, table_id_or_name="任务", role="r", ops=["read"], row_scope="own", owner_field="负责人"
     )
     assert await _rls_flags(conn, table) == (True, True, 1)
@@ -311,7 +315,7 @@ async def test_rls_filters_rows_for_a_non_superuser(
     tr = conn.transaction()
     await tr.start()
     try:
-        await perms.set_actor(conn, "E1")
+        await perm_rls.set_actor(conn, "E1")
         await conn.execute(f'SET LOCAL ROLE "{pg_role}"')
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await conn.execute(f"INSERT INTO {table.qualified} (事项, 负责人) VALUES ('x', 'E2')")
@@ -320,13 +324,13 @@ async def test_rls_filters_rows_for_a_non_superuser(
     # SET LOCAL: nothing survives the transaction
     assert await _seen(conn, table, pg_role, None) == []
     # revoking the last own grant takes the policy away
-    await perms.revoke(conn, schema, table_id_or_name="任务", role="r")
+    await perm_grants.revoke(conn, schema, table_id_or_name="任务", role="r")
     assert await _rls_flags(conn, table) == (False, False, 0)
     assert await _seen(conn, table, pg_role, None) == ["a", "b", "c", "d"]
 
 
 async def test_force_covers_the_table_owner(conn: asyncpg.Connection, schema: str, table: Any, pg_role: str) -> None:
-    await perms.grant(
+    await perm_grants.grant(
         conn, schema, table_id_or_name="任务", role="r", ops=["read"], row_scope="own", owner_field="负责人"
     )
     await conn.execute(f'ALTER TABLE {table.qualified} OWNER TO "{pg_role}"')
@@ -338,16 +342,16 @@ async def test_force_covers_the_table_owner(conn: asyncpg.Connection, schema: st
 
 
 async def test_set_actor_needs_a_transaction(conn: asyncpg.Connection) -> None:
-    with pytest.raises(perms.PermissionDenied, match="transaction"):
-        await perms.set_actor(conn, "E1")
+    with pytest.raises(perm_errors.PermissionDenied, match="transaction"):
+        await perm_rls.set_actor(conn, "E1")
 
 
 async def test_grants_table_is_idempotent_and_cascades(conn: asyncpg.Connection, schema: str, table: Any) -> None:
-    await perms.ensure_grants_table(conn, schema)
-    await perms.ensure_grants_table(conn, schema)
-    await perms.grant(conn, schema, table_id_or_name="任务", role="r", ops=["read"])
+    await perm_grants.ensure_grants_table(conn, schema)
+    await perm_grants.ensure_grants_table(conn, schema)
+    await perm_grants.grant(conn, schema, table_id_or_name="任务", role="r", ops=["read"])
     await store_tables.delete_table(conn, schema, table.id)
-    assert await perms.list_grants(conn, schema) == []
+    assert await perm_grants.list_grants(conn, schema) == []
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -357,18 +361,18 @@ async def test_grants_table_is_idempotent_and_cascades(conn: asyncpg.Connection,
 async def _settings(conn: asyncpg.Connection) -> tuple[str, str]:
     row = await conn.fetchrow(
         "SELECT current_setting($1, true) AS emp, current_setting($2, true) AS all_rows",
-        perms.EMP_NO_SETTING,
-        perms.ALL_ROWS_SETTING,
+        perm_rls.EMP_NO_SETTING,
+        perm_rls.ALL_ROWS_SETTING,
     )
     return row["emp"] or "", row["all_rows"] or ""
 
 
 async def test_table_access_agrees_with_check_access(conn: asyncpg.Connection, schema: str, table: Any) -> None:
     async def compare(by: str, action: str, roles: list[str], emp_no: str | None) -> None:
-        has_grants = await perms._has_grants_table(conn, schema)
+        has_grants = await perm_grants.has_grants_table(conn, schema)
         expected = await _access(conn, schema, table, action, roles)
         async with conn.transaction():
-            found = await perms.table_access(
+            found = await perm_access.table_access(
                 conn,
                 schema,
                 table_id=by,
@@ -385,7 +389,7 @@ async def test_table_access_agrees_with_check_access(conn: asyncpg.Connection, s
             own = access.row_scope == "own"
             wanted = (emp_no or "" if own else "", "off" if own else "on")
             assert preset == wanted == await _settings(conn), (action, roles, preset, wanted)
-        outside = await perms.table_access(
+        outside = await perm_access.table_access(
             conn,
             schema,
             table_id=by,
@@ -409,11 +413,11 @@ async def test_table_access_agrees_with_check_access(conn: asyncpg.Connection, s
     ]
     for action, roles in cases:  # no grants table yet
         await compare(table.id, action, roles, "E1")
-    await perms.grant(
+    await perm_grants.grant(
         conn, schema, table_id_or_name="任务", role="a", ops=["query"], row_scope="own", owner_field="负责人"
     )
-    await perms.grant(conn, schema, table_id_or_name="任务", role="b", ops=["read", "update"], row_scope="all")
-    await perms.grant(
+    await perm_grants.grant(conn, schema, table_id_or_name="任务", role="b", ops=["read", "update"], row_scope="all")
+    await perm_grants.grant(
         conn, schema, table_id_or_name="任务", role="c", ops=["all"], row_scope="own", owner_field="负责人"
     )
     for action, roles in cases:
@@ -421,13 +425,13 @@ async def test_table_access_agrees_with_check_access(conn: asyncpg.Connection, s
             await compare(table.id, action, roles, emp_no)
             await compare(" 任务 ", action, roles, emp_no)
     assert (
-        await perms.table_access(
+        await perm_access.table_access(
             conn, schema, table_id="没有", table_name=None, action="query", roles=["a"], emp_no="E1", has_grants=True
         )
         is None
     )
     assert (
-        await perms.table_access(
+        await perm_access.table_access(
             conn,
             schema,
             table_id=table.id,
@@ -448,5 +452,5 @@ async def test_table_access_agrees_with_check_access(conn: asyncpg.Connection, s
 async def test_grant_on_an_unknown_table_creates_nothing(conn: asyncpg.Connection) -> None:
     fresh = f"org_data_fresh{uuid.uuid4().hex[:10]}"
     with pytest.raises(store_schema.StoreError, match="no tables yet"):
-        await perms.grant(conn, fresh, table_id_or_name="客户", role="sales", ops="read")
+        await perm_grants.grant(conn, fresh, table_id_or_name="客户", role="sales", ops="read")
     assert not await conn.fetchval("SELECT count(*) FROM pg_namespace WHERE nspname = $1", fresh)

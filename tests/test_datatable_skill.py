@@ -237,8 +237,8 @@ async def test_structure_needs_owner_or_admin(yard: SkillYard, org: str) -> None
 async def grant(conn: Any, org: str, table: str, role: str, ops: str, **kw: Any) -> None:
     from datatable_support import load_datatable_module
 
-    permissions = load_datatable_module("permissions")
-    await permissions.grant(conn, f"org_data_{org}", table_id_or_name=table, role=role, ops=ops, **kw)
+    permission_grants = load_datatable_module("permissions_grants")
+    await permission_grants.grant(conn, f"org_data_{org}", table_id_or_name=table, role=role, ops=ops, **kw)
 
 
 async def test_own_scope_filters_stamps_and_fails_closed(yard: SkillYard, org: str, conn: Any) -> None:

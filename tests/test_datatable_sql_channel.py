@@ -1,4 +1,5 @@
-"""The datatable skill's SQL channel execution layer (skills/datatable/sql_channel.py, spec §7.6), on real PostgreSQL.
+"""The datatable skill's SQL channel execution layer (skills/datatable/sql_channel.py, sql_role.py, sql_errors.py,
+sql_values.py; spec §7.6), on real PostgreSQL.
 
 Each test gets its own organisation schema (and drops it, with its role, afterwards). The role layer is proved on
 its own by running guard-bypassed SQL through the internal execution step under the organisation's role.
@@ -17,7 +18,9 @@ import pytest
 from datatable_support import asyncpg_dsn, load_datatable_module
 
 channel = load_datatable_module("sql_channel")
-SqlChannelError = channel.SqlChannelError
+sql_errors = load_datatable_module("sql_errors")
+sql_role = load_datatable_module("sql_role")
+SqlChannelError = sql_errors.SqlChannelError
 run_sql = channel.run_sql
 
 
@@ -39,7 +42,7 @@ async def _make_schema(conn: asyncpg.Connection, schema: str) -> None:
 
 
 async def _drop(conn: asyncpg.Connection, schema: str) -> None:
-    role = channel.role_name(schema)
+    role = sql_role.role_name(schema)
     await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     if await conn.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", role):
         await conn.execute(f'DROP OWNED BY "{role}" CASCADE')
@@ -202,7 +205,7 @@ async def test_other_org_is_refused_by_the_guard(conn: asyncpg.Connection, org: 
 
 
 async def test_role_layer_holds_without_the_guard(conn: asyncpg.Connection, org: str, other_org: str) -> None:
-    role = await channel.org_role(conn, org)
+    role = await sql_role.org_role(conn, org)
     assert role == f"{org}_sql"
     for sql, kind in [
         (f"SELECT * FROM {other_org}.secret", "select"),
@@ -213,7 +216,7 @@ async def test_role_layer_holds_without_the_guard(conn: asyncpg.Connection, org:
         with pytest.raises(asyncpg.InsufficientPrivilegeError) as caught:
             await channel._execute(conn, sql, schema=org, kind=kind, role=role, statement_timeout=5)
         assert caught.value.sqlstate == "42501"
-        error = channel.classify_error(caught.value, 5)
+        error = sql_errors.classify_error(caught.value, 5)
         assert error.error_type == "recoverable" and error.code == "permission_denied"
         assert "only tables of this organisation are reachable" in str(error)
     assert await conn.fetch(f'SELECT v FROM "{other_org}".secret') == [("b-only",)]
@@ -228,7 +231,7 @@ async def test_role_layer_holds_without_the_guard(conn: asyncpg.Connection, org:
 
 async def test_role_cannot_read_store_metadata(conn: asyncpg.Connection, org: str) -> None:
     await conn.execute(f'CREATE TABLE "{org}"._dt_tables (id uuid, title text)')
-    role = await channel.org_role(conn, org)
+    role = await sql_role.org_role(conn, org)
     with pytest.raises(asyncpg.InsufficientPrivilegeError):
         await channel._execute(
             conn, f"SELECT * FROM {org}._dt_tables", schema=org, kind="select", role=role, statement_timeout=5
@@ -236,7 +239,7 @@ async def test_role_cannot_read_store_metadata(conn: asyncpg.Connection, org: st
     # Tables the platform creates after the role exist get the role's privileges through default privileges.
     await conn.execute(f'CREATE TABLE "{org}"."新表" (id bigserial PRIMARY KEY, a text)')
     await conn.execute(f'CREATE TABLE "{org}"._dt_fields (id uuid)')
-    assert await channel.org_role(conn, org) == role  # re-checks, revokes the new metadata table again
+    assert await sql_role.org_role(conn, org) == role  # re-checks, revokes the new metadata table again
     result = await execute(conn, org, "insert into 新表 (a) values ('x')")
     assert result.affected == 1
     with pytest.raises(asyncpg.InsufficientPrivilegeError):
@@ -246,8 +249,8 @@ async def test_role_cannot_read_store_metadata(conn: asyncpg.Connection, org: st
 
 
 async def test_org_role_is_idempotent_and_limited(conn: asyncpg.Connection, org: str, other_org: str) -> None:
-    role = await channel.org_role(conn, org)
-    assert await channel.org_role(conn, org) == role
+    role = await sql_role.org_role(conn, org)
+    assert await sql_role.org_role(conn, org) == role
     assert await conn.fetchval("SELECT rolcanlogin FROM pg_roles WHERE rolname = $1", role) is False
     assert await conn.fetchval("SELECT has_schema_privilege($1, $2, 'USAGE')", role, org)
     assert not await conn.fetchval("SELECT has_schema_privilege($1, $2, 'USAGE')", role, other_org)
@@ -396,10 +399,10 @@ def test_error_classification() -> None:
     }
     for sqlstate, expected in cases.items():
         exc = asyncpg.PostgresError.new({"C": sqlstate, "M": "boom", "S": "ERROR"})
-        error = channel.classify_error(exc, 5)
+        error = sql_errors.classify_error(exc, 5)
         assert (error.error_type, error.code, error.sqlstate) == (*expected, sqlstate)
         assert sqlstate in str(error)
-    transient = channel.classify_error(ConnectionResetError("gone"), 5)
+    transient = sql_errors.classify_error(ConnectionResetError("gone"), 5)
     assert (transient.error_type, transient.code, transient.sqlstate) == ("transient", "connection", None)
     import pickle
 
@@ -408,10 +411,10 @@ def test_error_classification() -> None:
 
 
 def test_role_name_fits_postgres() -> None:
-    assert channel.role_name("org_data_acme") == "org_data_acme_sql"
+    assert sql_role.role_name("org_data_acme") == "org_data_acme_sql"
     long = "org_data_" + "a" * 54
-    name = channel.role_name(long)
-    assert len(name.encode()) <= 63 and name.endswith("_sql") and name != channel.role_name(long[:-1] + "b")
+    name = sql_role.role_name(long)
+    assert len(name.encode()) <= 63 and name.endswith("_sql") and name != sql_role.role_name(long[:-1] + "b")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -457,7 +460,7 @@ async def test_createrole_platform_user_gets_the_org_role(platform_user, other_o
     assert inserted.rows == [{"id": 1}]
     # The platform user keeps full use of what the role created (it inherits the role).
     assert await user_conn.fetchval(f'SELECT count(*) FROM "{schema}"."订单"') == 1
-    role = channel.role_name(schema)
+    role = sql_role.role_name(schema)
     with pytest.raises(asyncpg.InsufficientPrivilegeError):
         await channel._execute(
             user_conn,
@@ -471,7 +474,7 @@ async def test_createrole_platform_user_gets_the_org_role(platform_user, other_o
 
 async def test_platform_user_without_createrole_runs_guard_only(platform_user) -> None:
     user_conn, schema = await platform_user(createrole=False)
-    assert await channel.org_role(user_conn, schema) is None
+    assert await sql_role.org_role(user_conn, schema) is None
     result = await query(user_conn, schema, "select 名称 from 库存")
     assert result.rows == [{"名称": "螺丝"}]
     assert result.isolation == "guard-only"

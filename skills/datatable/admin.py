@@ -10,8 +10,8 @@ The same calls back the CLI (``skillyard datatable grant | grants | revoke``, se
 Each call opens one session of the platform's database (``yard.database.session()``), works on its asyncpg
 connection and commits on success; on any error it rolls back, so a failed grant leaves nothing behind (not even
 the organisation's schema it may have started to create). Bad input raises :class:`~.store_schema.StoreError` (a
-:class:`~.permissions.PermissionDenied` for grant settings) whose message says what was wrong and how to fix it and
-whose ``need_param`` names the parameter: ``org``, ``table_id``, ``role``, ``ops``, ``row_scope`` or
+:class:`~.permissions_errors.PermissionDenied` for grant settings) whose message says what was wrong and how to fix
+it and whose ``need_param`` names the parameter: ``org``, ``table_id``, ``role``, ``ops``, ``row_scope`` or
 ``owner_field``.
 
 ``yard`` is a :class:`skillyard.SkillYard`; nothing here uses more of it than ``yard.database.session()``.
@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from . import permissions
+from . import permissions_grants
 from .store_schema import StoreError, quote_ident, raw_connection, schema_for
 
 __all__ = ["CREATEROLE_WARNING", "grant", "list_grants", "revoke", "sql_role_check"]
@@ -80,14 +80,14 @@ async def grant(
     """Set (insert or replace) the grant of ``role`` on ``table`` (title or id) of organisation ``org``.
 
     ``ops``: action names and the shorthands ``read`` / ``write`` / ``all``, as a list or a comma-separated string
-    (see :func:`.permissions.parse_ops`). ``row_scope="own"`` needs ``owner_field``, an existing field of the table
-    holding the owner's employee number. Returns the stored grant: ``{table_id, table, role, ops, row_scope,
+    (see :func:`.permissions_grants.parse_ops`). ``row_scope="own"`` needs ``owner_field``, an existing field of the
+    table holding the owner's employee number. Returns the stored grant: ``{table_id, table, role, ops, row_scope,
     owner_field}`` with ``ops`` expanded and sorted.
     """
     schema = _schema(org)
 
     async def work(conn: asyncpg.Connection) -> dict[str, Any]:
-        stored = await permissions.grant(
+        stored = await permissions_grants.grant(
             conn,
             schema,
             table_id_or_name=table,
@@ -106,7 +106,7 @@ async def list_grants(yard: Any, *, org: Any) -> list[dict[str, Any]]:
     schema = _schema(org)
 
     async def work(conn: asyncpg.Connection) -> list[dict[str, Any]]:
-        return [g.as_dict() for g in await permissions.list_grants(conn, schema)]
+        return [g.as_dict() for g in await permissions_grants.list_grants(conn, schema)]
 
     return await _in_session(yard, work)
 
@@ -116,7 +116,7 @@ async def revoke(yard: Any, *, org: Any, table: Any, role: Any) -> bool:
     schema = _schema(org)
 
     async def work(conn: asyncpg.Connection) -> bool:
-        return await permissions.revoke(conn, schema, table_id_or_name=table, role=role)
+        return await permissions_grants.revoke(conn, schema, table_id_or_name=table, role=role)
 
     return await _in_session(yard, work)
 

@@ -1,4 +1,4 @@
-"""Filters, sort, paging, metrics and grouping of the datatable skill (spec §7.4). Pure Python, no database.
+"""Filters of the datatable skill (spec §7.4): the ``filters`` parameter → conditions → SQL. Pure Python, no database.
 
 Filters are an array of ``{field, op, value}`` joined with AND. Anything that cannot be read is a
 :class:`FilterError`, never dropped: a dropped condition widens the result, and on update_by / delete_by a widened
@@ -7,6 +7,9 @@ symbolic operators, ``eq null``) are converted and reported as action notes.
 
 Values stay raw here (only their shape is checked); the caller converts them with the field's type before
 :func:`compile_conditions` turns the conditions into SQL with asyncpg's ``$n`` parameters.
+
+Sort, paging, metrics and grouping are read by query_options.py with the same helpers (:func:`field_name`,
+:func:`reject_unresolved`) and the same :class:`FilterError`.
 """
 
 from __future__ import annotations
@@ -20,23 +23,15 @@ from decimal import Decimal
 from typing import Any
 
 __all__ = [
-    "AGGREGATE_CAP",
-    "AGGREGATE_DEFAULT",
-    "METRIC_OPS",
     "OPS",
-    "QUERY_CAP",
-    "QUERY_DEFAULT",
     "SYSTEM_COLUMNS",
     "Condition",
     "FilterError",
-    "Metric",
-    "clamp_limit",
     "compile_conditions",
+    "field_name",
     "parse_filters",
-    "parse_group_by",
-    "parse_metrics",
-    "parse_offset",
-    "parse_sort",
+    "reject_unresolved",
+    "short",
 ]
 
 
@@ -47,10 +42,7 @@ class FilterError(ValueError):
 OPS: frozenset[str] = frozenset(
     {"eq", "ne", "gt", "gte", "lt", "lte", "contains", "in", "between", "is_null", "not_null"}
 )
-METRIC_OPS: frozenset[str] = frozenset({"sum", "avg", "max", "min", "count"})
 SYSTEM_COLUMNS: frozenset[str] = frozenset({"id", "created_at"})
-QUERY_DEFAULT, QUERY_CAP = 100, 1000
-AGGREGATE_DEFAULT, AGGREGATE_CAP = 1000, 10000
 
 #: Operators written another way → the canonical op (reported as an action note).
 _OP_ALIASES = {
@@ -86,13 +78,6 @@ class Condition:
     value: Any = None
 
 
-@dataclass(frozen=True)
-class Metric:
-    op: str
-    field: str | None
-    alias: str
-
-
 # --------------------------------------------------------------------------------------------------------------------
 # helpers
 
@@ -114,7 +99,7 @@ def _unresolved(value: Any) -> str | None:
     return None
 
 
-def _reject_unresolved(value: Any, where: str) -> None:
+def reject_unresolved(value: Any, where: str) -> None:
     found = _unresolved(value)
     if found is not None:
         raise FilterError(
@@ -123,8 +108,8 @@ def _reject_unresolved(value: Any, where: str) -> None:
         )
 
 
-def _field_name(raw: Any, known: Collection[str], where: str) -> str:
-    _reject_unresolved(raw, where)
+def field_name(raw: Any, known: Collection[str], where: str) -> str:
+    reject_unresolved(raw, where)
     if not isinstance(raw, str) or not raw.strip():
         raise FilterError(f"{where}: the field must be a field name (text), got {raw!r}")
     name = raw.strip()
@@ -139,7 +124,7 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, _SCALARS)
 
 
-def _short(value: Any) -> str:
+def short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 200 else text[:200] + "…"
 
@@ -162,7 +147,7 @@ def parse_filters(raw: Any, known_fields: Collection[str]) -> tuple[list[Conditi
     if raw is None or raw == "" or raw == [] or raw == {}:
         return [], notes
     if isinstance(raw, str):
-        _reject_unresolved(raw, "filters")
+        reject_unresolved(raw, "filters")
         try:
             raw = json.loads(raw)
         except ValueError:
@@ -187,8 +172,8 @@ def _from_field_map(raw: Mapping[Any, Any], known: frozenset[str], notes: list[s
     for key, value in raw.items():
         if isinstance(key, str) and key.strip().lower() in ("or", "$or", "any") and key.strip() not in known:
             raise FilterError("filters are joined with AND only; for OR use sql_query")
-        field = _field_name(key, known, f"filters[{key!r}]")
-        _reject_unresolved(value, f"filters[{key!r}]")
+        field = field_name(key, known, f"filters[{key!r}]")
+        reject_unresolved(value, f"filters[{key!r}]")
         if value is None or (isinstance(value, str) and not value.strip()):
             conditions.append(Condition(field, "is_null", None))
         elif isinstance(value, list | tuple):
@@ -196,9 +181,9 @@ def _from_field_map(raw: Mapping[Any, Any], known: frozenset[str], notes: list[s
         elif _is_scalar(value):
             conditions.append(Condition(field, "eq", value))
         else:
-            raise FilterError(f"filters[{key!r}]: cannot read {_short(value)} as a value; write filters as {_EXAMPLE}")
+            raise FilterError(f"filters[{key!r}]: cannot read {short(value)} as a value; write filters as {_EXAMPLE}")
     notes.append(
-        f"filters given as a field map {_short(dict(raw))}; read as "
+        f"filters given as a field map {short(dict(raw))}; read as "
         + " AND ".join(f"{c.field} {c.op}" for c in conditions)
         + " conditions — write filters as an array of {field, op, value} next time"
     )
@@ -209,7 +194,7 @@ def _condition(item: Any, index: int, known: frozenset[str], notes: list[str]) -
     where = f"filters[{index}]"
     if not isinstance(item, Mapping):
         raise FilterError(
-            f"{where} is {_short(item)}, not a {{field, op, value}} object; every item must be one, e.g. {_EXAMPLE}"
+            f"{where} is {short(item)}, not a {{field, op, value}} object; every item must be one, e.g. {_EXAMPLE}"
         )
     extra = sorted(str(k) for k in item if k not in _ITEM_KEYS)
     if extra:
@@ -219,8 +204,8 @@ def _condition(item: Any, index: int, known: frozenset[str], notes: list[str]) -
         )
     if "field" not in item:
         raise FilterError(f"{where} has no field; write {{field, op, value}}")
-    field = _field_name(item["field"], known, where)
-    _reject_unresolved(item.get("value"), where)
+    field = field_name(item["field"], known, where)
+    reject_unresolved(item.get("value"), where)
     op_raw = item.get("op")
     if op_raw is None or op_raw == "":
         op = "eq"
@@ -242,22 +227,22 @@ def _condition(item: Any, index: int, known: frozenset[str], notes: list[str]) -
     if op in _NO_VALUE:
         if value is not None and value is not True and value != "":
             other = "not_null" if op == "is_null" else "is_null"
-            raise FilterError(f"{where}: {op} takes no value (got {_short(value)}); omit value, or use {other}")
+            raise FilterError(f"{where}: {op} takes no value (got {short(value)}); omit value, or use {other}")
         return Condition(field, op, None)
     if not has_value:
         raise FilterError(f'{where}: {op} needs a value, e.g. {{"field": {field!r}, "op": {op!r}, "value": …}}')
     if op in ("eq", "ne") and (value is None or (isinstance(value, str) and not value.strip())):
         new = "is_null" if op == "eq" else "not_null"
-        notes.append(f"{where} {field} {op} {_short(value)} read as {new} (empty values are stored as NULL)")
+        notes.append(f"{where} {field} {op} {short(value)} read as {new} (empty values are stored as NULL)")
         return Condition(field, new, None)
     if op == "in":
         return Condition(field, op, _in_values(value, where))
     if op == "between":
         if not isinstance(value, list | tuple) or len(value) != 2:
-            raise FilterError(f"{where}: between needs a two-item array [low, high], got {_short(value)}")
+            raise FilterError(f"{where}: between needs a two-item array [low, high], got {short(value)}")
         low, high = value
         if not (_is_scalar(low) and _is_scalar(high)) or isinstance(low, bool) or isinstance(high, bool):
-            raise FilterError(f"{where}: between needs two values [low, high], got {_short(value)}")
+            raise FilterError(f"{where}: between needs two values [low, high], got {short(value)}")
         if (isinstance(low, str) and not low.strip()) or (isinstance(high, str) and not high.strip()):
             raise FilterError(f"{where}: between has an empty bound; give both [low, high]")
         if _is_number(low) and _is_number(high) and low > high:
@@ -269,7 +254,7 @@ def _condition(item: Any, index: int, known: frozenset[str], notes: list[str]) -
                 raise FilterError(f"{where}: contains takes a text, or a non-empty array of option texts")
             return Condition(field, op, list(value))
         if not _is_scalar(value) or isinstance(value, bool) or (isinstance(value, str) and not value.strip()):
-            raise FilterError(f"{where}: contains needs a non-empty text to look for, got {_short(value)}")
+            raise FilterError(f"{where}: contains needs a non-empty text to look for, got {short(value)}")
         return Condition(field, op, value)
     # eq ne gt gte lt lte
     if isinstance(value, list | tuple):
@@ -278,9 +263,9 @@ def _condition(item: Any, index: int, known: frozenset[str], notes: list[str]) -
     if value is None:
         raise FilterError(f"{where}: {op} needs a value to compare with, got null")
     if not _is_scalar(value):
-        raise FilterError(f"{where}: {op} takes one value (text, number, date), got {_short(value)}")
+        raise FilterError(f"{where}: {op} takes one value (text, number, date), got {short(value)}")
     if op not in ("eq", "ne") and (isinstance(value, bool) or (isinstance(value, str) and not value.strip())):
-        raise FilterError(f"{where}: {op} needs a value to compare with, got {_short(value)}")
+        raise FilterError(f"{where}: {op} needs a value to compare with, got {short(value)}")
     return Condition(field, op, value)
 
 
@@ -290,13 +275,13 @@ def _is_number(value: Any) -> bool:
 
 def _in_values(value: Any, where: str) -> list[Any]:
     if not isinstance(value, list | tuple):
-        raise FilterError(f'{where}: in needs an array of values, e.g. ["研发", "销售"], got {_short(value)}')
+        raise FilterError(f'{where}: in needs an array of values, e.g. ["研发", "销售"], got {short(value)}')
     if not value:
         raise FilterError(f"{where}: in needs at least one value (an empty list matches nothing)")
     for item in value:
         if item is None or not _is_scalar(item):
             raise FilterError(
-                f"{where}: in takes plain values (text, numbers), got {_short(item)}; use is_null for empty"
+                f"{where}: in takes plain values (text, numbers), got {short(item)}; use is_null for empty"
             )
     return list(value)
 
@@ -382,162 +367,3 @@ def _flatten(value: Any) -> list[Any]:
         else:
             items.append(item)
     return items
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# sort, paging
-
-
-def parse_sort(raw: Any, known_fields: Collection[str]) -> tuple[str, bool]:
-    """(field, descending). None/"" → ("id", True). ``"-薪资"`` descending, ``"薪资"`` or ``"+薪资"`` ascending;
-    ``"薪资 desc"``, ``["-薪资"]`` and ``{"field": "薪资", "direction": "desc"}`` are read too. One field only."""
-    known = frozenset(known_fields)
-    if raw is None or raw == "" or raw == []:
-        return "id", True
-    _reject_unresolved(raw, "sort")
-    if isinstance(raw, list | tuple):
-        if len(raw) != 1:
-            raise FilterError('sort takes a single field, e.g. "-薪资" (descending) or "薪资" (ascending)')
-        raw = raw[0]
-    if isinstance(raw, Mapping):
-        unknown = sorted(str(k) for k in raw if k not in ("field", "direction", "order", "desc"))
-        if unknown or "field" not in raw:
-            raise FilterError('sort is a field name with an optional "-" for descending, e.g. "-薪资"')
-        direction = raw.get("direction", raw.get("order"))
-        if "desc" in raw:
-            descending = raw["desc"] is True
-        elif direction is None:
-            descending = False
-        elif isinstance(direction, str) and direction.strip().lower() in ("asc", "desc"):
-            descending = direction.strip().lower() == "desc"
-        else:
-            raise FilterError(f"sort direction must be asc or desc, got {direction!r}")
-        return _field_name(raw["field"], known, "sort"), descending
-    if not isinstance(raw, str):
-        raise FilterError(f'sort is a field name with an optional "-" for descending, e.g. "-薪资"; got {raw!r}')
-    text = raw.strip()
-    descending = False
-    head, _, tail = text.rpartition(" ")
-    if head and tail.lower() in ("asc", "desc"):
-        text, descending = head.strip(), tail.lower() == "desc"
-    elif text[:1] in ("-", "+"):
-        descending, text = text[0] == "-", text[1:].strip()
-    if "," in text or "，" in text:
-        raise FilterError("sort takes a single field; for several sort keys use sql_query")
-    return _field_name(text, known, "sort"), descending
-
-
-def _whole(raw: Any, what: str) -> int:
-    if isinstance(raw, bool):
-        raise FilterError(f"{what} must be a whole number, got {raw!r}")
-    if isinstance(raw, int):
-        return raw
-    if isinstance(raw, float) and raw.is_integer():
-        return int(raw)
-    if isinstance(raw, str):
-        text = raw.strip()
-        if text.removeprefix("-").isdigit() and text.isascii():
-            return int(text)
-    raise FilterError(f"{what} must be a whole number, got {raw!r}")
-
-
-def clamp_limit(raw: Any, *, default: int, cap: int) -> int:
-    """The row limit: ``default`` when not given, at most ``cap`` (larger values are lowered to the cap).
-
-    query: default 100, cap 1,000; aggregate: default 1,000, cap 10,000 (QUERY_* / AGGREGATE_* constants)."""
-    if raw is None or raw == "":
-        return default
-    limit = _whole(raw, "limit")
-    if limit < 1:
-        raise FilterError(f"limit must be at least 1 (at most {cap}), got {limit}")
-    return min(limit, cap)
-
-
-def parse_offset(raw: Any) -> int:
-    """The number of rows to skip: 0 when not given; never negative."""
-    if raw is None or raw == "":
-        return 0
-    offset = _whole(raw, "offset")
-    if offset < 0:
-        raise FilterError(f"offset must be 0 or more, got {offset}")
-    return offset
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# aggregate
-
-_METRIC_KEYS = frozenset({"field", "op", "alias"})
-_METRIC_EXAMPLE = '[{"field": "租金", "op": "sum", "alias": "总租金"}, {"op": "count"}]'
-
-
-def parse_metrics(raw: Any, known_fields: Collection[str]) -> list[Metric]:
-    """``[{field, op, alias?}]`` with op ∈ sum avg max min count (count may omit field). The alias defaults to
-    ``<field>_<op>`` (``count`` for a bare count); aliases must be distinct. A single object is read as a list."""
-    known = frozenset(known_fields)
-    if isinstance(raw, str):
-        _reject_unresolved(raw, "metrics")
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            raise FilterError(f"metrics must be an array like {_METRIC_EXAMPLE}") from None
-    if isinstance(raw, Mapping):
-        raw = [raw]
-    if not isinstance(raw, list | tuple) or not raw:
-        raise FilterError(f"metrics must be a non-empty array like {_METRIC_EXAMPLE}")
-    metrics: list[Metric] = []
-    aliases: set[str] = set()
-    for index, item in enumerate(raw):
-        where = f"metrics[{index}]"
-        if not isinstance(item, Mapping):
-            raise FilterError(f"{where} is {_short(item)}, not an object; write metrics like {_METRIC_EXAMPLE}")
-        extra = sorted(str(k) for k in item if k not in _METRIC_KEYS)
-        if extra:
-            raise FilterError(f"{where} has unknown key(s) {', '.join(extra)}; use field, op, alias")
-        _reject_unresolved(dict(item), where)
-        op = item.get("op")
-        op = op.strip().lower() if isinstance(op, str) else op
-        if op not in METRIC_OPS:
-            raise FilterError(f"{where}: op must be one of {', '.join(sorted(METRIC_OPS))}, got {item.get('op')!r}")
-        field_raw = item.get("field")
-        if field_raw is None or field_raw == "" or (op == "count" and field_raw == "*"):
-            if op != "count":
-                raise FilterError(f'{where}: {op} needs a field, e.g. {{"field": "租金", "op": "{op}"}}')
-            field = None
-        else:
-            field = _field_name(field_raw, known, where)
-        alias_raw = item.get("alias")
-        if alias_raw is None or alias_raw == "":
-            alias = f"{field}_{op}" if field else "count"
-        elif isinstance(alias_raw, str) and alias_raw.strip():
-            alias = alias_raw.strip()
-        else:
-            raise FilterError(f"{where}: alias must be a text, got {alias_raw!r}")
-        if len(alias) > 50 or any(c < " " or c == '"' for c in alias):
-            raise FilterError(
-                f"{where}: alias {alias!r} must be at most 50 characters, without quotes or control chars"
-            )
-        if alias in aliases:
-            raise FilterError(f"{where}: alias {alias!r} is used twice; give each metric its own alias")
-        aliases.add(alias)
-        metrics.append(Metric(op, field, alias))
-    return metrics
-
-
-def parse_group_by(raw: Any, known_fields: Collection[str]) -> list[str]:
-    """Field names to group by: a name, a comma-separated text, or an array of names ([] when not given)."""
-    known = frozenset(known_fields)
-    if raw is None or raw == "" or raw == []:
-        return []
-    _reject_unresolved(raw, "group_by")
-    if isinstance(raw, str):
-        items: list[Any] = raw.replace("，", ",").split(",")
-    elif isinstance(raw, list | tuple):
-        items = list(raw)
-    else:
-        raise FilterError(f"group_by is a field name or an array of field names, got {_short(raw)}")
-    fields: list[str] = []
-    for index, item in enumerate(items):
-        name = _field_name(item, known, f"group_by[{index}]")
-        if name not in fields:
-            fields.append(name)
-    return fields

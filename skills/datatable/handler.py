@@ -17,12 +17,13 @@ from typing import Any
 import asyncpg
 
 from . import store_schema
-from .actions import ACTION_FUNCTIONS, Call, open_call
+from .actions import ACTION_FUNCTIONS
+from .actions_call import Call, open_call
 from .dispatch import DispatchError, Request, normalize_request
 from .field_errors import FieldError
 from .filters import FilterError
 from .rows_errors import classify
-from .sql_channel import SqlChannelError
+from .sql_errors import SqlChannelError
 
 log = logging.getLogger(__name__)
 

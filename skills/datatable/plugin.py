@@ -77,7 +77,7 @@ def _table(rows: list[list[str]], headers: list[str]) -> None:
 
 def _ops_text(ops: list[str]) -> str:
     """Expanded ops, shortened back to ``all`` / ``read`` / ``write`` where a whole group is granted."""
-    from .permissions import GRANTABLE_ACTIONS, READ_ACTIONS, WRITE_ACTIONS
+    from .permissions_grants import GRANTABLE_ACTIONS, READ_ACTIONS, WRITE_ACTIONS
 
     rest = set(ops)
     if rest == GRANTABLE_ACTIONS:

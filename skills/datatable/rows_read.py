@@ -13,13 +13,12 @@ from typing import Any
 import asyncpg
 
 from .field_errors import FieldError
-from .filters import (
+from .filters import Condition, FilterError
+from .query_options import (
     AGGREGATE_CAP,
     AGGREGATE_DEFAULT,
     QUERY_CAP,
     QUERY_DEFAULT,
-    Condition,
-    FilterError,
     clamp_limit,
     parse_group_by,
     parse_metrics,

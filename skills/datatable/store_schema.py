@@ -108,7 +108,7 @@ class StoreError(ValueError):
 @dataclass(frozen=True)
 class TableInfo:
     """A resolved table. ``fields`` holds its business fields when they were read together with the table (in the
-    same transaction, by :func:`permissions.table_access`), so the row functions need not read them again."""
+    same transaction, by :func:`permissions_access.table_access`), so the row functions need not read them again."""
 
     id: str
     title: str

@@ -1,0 +1,111 @@
+"""SQL channel actions of the datatable skill (spec §7.6): sql_query and sql_execute.
+
+The actor's forbidden tables (:func:`~.permissions_access.sql_forbidden_tables`) go to the guard; a DELETE is
+previewed first (count for the confirmation, rows for the backup); a CREATE TABLE is registered in the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import permissions_access, permissions_rls, store_schema, store_tables
+from .actions_call import Call, check, require
+from .actions_delete import confirmation, write_backup
+from .sql_channel import run_sql
+from .sql_errors import SqlChannelError
+from .sql_guard import check_sql
+from .sql_refusal import SqlRefused
+
+__all__ = ["DEFAULT_SQL_TIMEOUT", "sql_execute", "sql_query"]
+
+#: Rows a SQL DELETE preview reads for its count and backup; past this the count is "unknown" (→ confirmation).
+SQL_PREVIEW_ROWS = 100_000
+SQL_PREVIEW_BYTES = 200_000_000
+#: SQL statement timeout in seconds unless the skill config ``sql_timeout`` says otherwise.
+DEFAULT_SQL_TIMEOUT = 5.0
+
+
+def _sql_timeout(call: Call) -> float:
+    value = call.config("sql_timeout")
+    try:
+        seconds = float(value) if value not in (None, "") else DEFAULT_SQL_TIMEOUT
+    except (TypeError, ValueError):
+        raise store_schema.StoreError(
+            f"the skill config sql_timeout must be a number of seconds, not {value!r}; fix it with "
+            "`skillyard config set datatable sql_timeout 5`",
+            error_type="config",
+            non_retriable=True,
+        ) from None
+    return seconds if seconds > 0 else DEFAULT_SQL_TIMEOUT
+
+
+async def _run(call: Call, sql: str, mode: str, forbidden: frozenset[str], **caps: Any) -> dict[str, Any]:
+    result = await run_sql(
+        call.conn, sql, schema=call.schema, mode=mode, forbidden_tables=forbidden, timeout=_sql_timeout(call), **caps
+    )
+    return result.as_dict()
+
+
+async def _sql_setup(call: Call, mode: str) -> tuple[str, frozenset[str], Any]:
+    """Access check, the forbidden tables of this actor, and the guard's verdict (refusals raised as they are)."""
+    await check(call, call.action)
+    sql = require(call, "sql", "one SQL statement")
+    await store_schema.ensure_schema(call.conn, call.schema)
+    forbidden = await permissions_access.sql_forbidden_tables(call.conn, call.schema, call.roles)
+    try:
+        checked = check_sql(sql, schema=call.schema, mode=mode, forbidden_tables=forbidden)
+    except SqlRefused as exc:
+        raise SqlChannelError(exc.reason, error_type="recoverable", code=exc.code) from None
+    except (TypeError, ValueError) as exc:
+        raise store_schema.StoreError(f"sql: {exc}", need_param="sql") from None
+    # Tables left on this channel are open to every row action of this actor: policies must show all rows.
+    await permissions_rls.set_actor(call.conn, None, all_rows=True)
+    return sql, forbidden, checked
+
+
+async def sql_query(call: Call) -> dict[str, Any]:
+    sql, forbidden, _ = await _sql_setup(call, "query")
+    return await _run(call, sql, "query", forbidden)
+
+
+async def sql_execute(call: Call) -> dict[str, Any]:
+    sql, forbidden, checked = await _sql_setup(call, "execute")
+    if checked.kind.startswith("create_"):
+        await check(call, "create_table")  # CREATE TABLE/INDEX/VIEW change structure: owner/admin (§7.2)
+    backup_file: str | None = None
+    if checked.kind == "delete" and checked.preview is not None:
+        matched: list[dict[str, Any]] | None
+        try:
+            preview = await _run(
+                call, checked.preview, "query", forbidden, max_rows=SQL_PREVIEW_ROWS, max_bytes=SQL_PREVIEW_BYTES
+            )
+            matched = None if preview["truncated"] else _distinct(preview["rows"])
+        except SqlChannelError as exc:
+            call.notes.append(f"the row count before the delete could not be read ({exc.message}): treated as unknown")
+            matched = None
+        pending = await confirmation(call, None if matched is None else len(matched))
+        if pending is not None:
+            return pending
+        if matched is not None:
+            backup_file = write_backup(call, checked.target or "sql", matched)
+    reply = await _run(call, sql, "execute", forbidden)
+    if checked.kind == "delete":
+        reply["backup_file"] = backup_file
+    if checked.kind == "create_table" and reply.get("created"):
+        registered = await store_tables.register_sql_table(call.conn, call.schema, reply["created"])
+        reply["table_id"] = registered["id"]
+        reply["fields"] = registered["fields"]
+    return reply
+
+
+def _distinct(found: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of a DELETE preview once each (a row joined to several USING rows comes back more than once)."""
+    seen: set[Any] = set()
+    unique: list[dict[str, Any]] = []
+    for row in found:
+        key = row.get("id", id(row))
+        if key not in seen:
+            seen.add(key)
+            unique.append(row)
+    return unique
