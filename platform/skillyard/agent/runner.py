@@ -272,6 +272,7 @@ class Agent:
             return
 
     async def _loop(self, ctx: NodeContext, result: TurnResult) -> None:
+        ctx.node.steps = 0  # the budget is per node and turn: a long conversation is not a runaway loop
         while ctx.node.status == NodeStatus.RUNNING:
             if ctx.node.steps >= STEP_BUDGET:
                 ctx.node.status = NodeStatus.FAILED
@@ -348,6 +349,9 @@ class Agent:
             action == ResumeAction.REJECT and checkpoint.type != CheckpointType.VERIFY
         ):
             return await self._cancel(ctx, checkpoint)
+        if checkpoint.type == CheckpointType.VERIFY and action == ResumeAction.REPLY:
+            # only CONFIRM (took effect) / REJECT (did not) settle an uncertain write; a message leaves it open
+            return await self._finish_turn(ctx, TurnResult(ctx.session.id, NodeStatus.SUSPENDED.value))
         ctx.node.answered = []
         observations: list[Observation] = []
         if checkpoint.type == CheckpointType.FOLLOW_UP:
