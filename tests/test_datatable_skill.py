@@ -465,3 +465,18 @@ async def test_a_table_named_like_a_type_does_not_shadow_it(yard: SkillYard, org
     assert again["affected"] == 1
     read = await run(yard, ctx, "sql_query", sql="SELECT 名称, created_at IS NOT NULL AS stamped FROM timestamptz")
     assert read["rows"] == [{"名称": "a", "stamped": True}]
+
+
+async def test_page_boundaries_report_exact_totals(yard: SkillYard, org: str) -> None:
+    table_id = await make_table(yard, org, rows=12)
+    ctx = context(org)
+    for limit, offset, total, last, size in [
+        (12, 0, 12, True, 12),
+        (11, 0, 12, False, 11),
+        (5, 10, 12, True, 2),
+        (5, 12, 12, True, 0),
+        (13, 0, 12, True, 12),
+    ]:
+        page = await run(yard, ctx, "query", table_id=table_id, limit=limit, offset=offset)
+        info = page["pageInfo"]
+        assert (info["totalRows"], info["isLastPage"], len(page["list"])) == (total, last, size), (limit, offset, info)

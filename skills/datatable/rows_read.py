@@ -96,23 +96,24 @@ async def query(
         names = ["id", "created_at", *(ctx.names if columns is None else columns)]
         where, params = where_clause(ctx, conditions)
         n = len(params)
-        # One statement: the page, and the number of matching rows only when the page is full (a partly filled page
-        # is the last one: no need to count). The uncorrelated count is an InitPlan, which PostgreSQL runs only when
-        # the CASE needs it. The outer ORDER BY repeats the page's order (the sort column is carried along when it is
-        # not returned); records are built from the leading columns.
+        # One statement: the page plus one row, and the number of matching rows only when that extra row exists (a
+        # page that does not overflow is the last one: no need to count). The uncorrelated count is an InitPlan,
+        # which PostgreSQL runs only when the CASE needs it. The outer ORDER BY repeats the page's order (the sort
+        # column is carried along when it is not returned); records are built from the leading columns.
         carried = "" if sort_field in names else f", {quote_ident(sort_field)}"
-        page = await conn.fetch(
-            f"SELECT p.*, CASE WHEN count(*) OVER () >= ${n + 1} "
+        fetched = await conn.fetch(
+            f"SELECT p.*, CASE WHEN count(*) OVER () > ${n + 1} "
             f"THEN (SELECT count(*) FROM {table.qualified}{where}) END "
             f"FROM (SELECT {ctx.select_list(columns)}{carried} FROM {table.qualified}{where} "
-            f"ORDER BY {_order(sort_field, descending)} LIMIT ${n + 1} OFFSET ${n + 2}) AS p "
+            f"ORDER BY {_order(sort_field, descending)} LIMIT ${n + 1} + 1 OFFSET ${n + 2}) AS p "
             f"ORDER BY {_order(sort_field, descending, 'p.')}",
             *params,
             page_size,
             skip,
         )
-        if page and page[0][-1] is not None:
-            total = int(page[0][-1])
+        page = fetched[:page_size]
+        if fetched and fetched[0][-1] is not None:
+            total = int(fetched[0][-1])
         elif page or not skip:
             total = skip + len(page)
         else:  # an empty page past the first: count
