@@ -335,3 +335,45 @@ async def test_skill_md_tool_runs_as_an_isolated_sub_agent(tmp_path: Path) -> No
     assert first.content["result"] == "周报：没有记录" and first.content["sub_agent"] == "digest"
     assert turn.status == "FAILED" and turn.reply == "nothing to save"
     assert stored is not None and stored.model_state["script"]["position"] == 5  # one script across both
+
+
+async def test_default_model_comes_from_the_settings(tmp_path: Path, home: Path) -> None:
+    agent_dir = make_agent(tmp_path, tmp_path / "calls.jsonl")
+    async with SkillYard() as yard:
+        with pytest.raises(AgentError, match="no model"):
+            await yard.agent(agent_dir)
+    spec = script(tmp_path / "turns.yaml", {"text": "你好"})
+    (home / "settings.toml").write_text(f'[agent.model]\nspec = "{spec}"\n', encoding="utf-8")
+    async with SkillYard() as yard:
+        agent = await yard.agent(agent_dir)
+        turn = await agent.send("s-default-model", "hi", identity=IDENTITY)
+    assert turn.reply == "你好"
+
+
+async def test_platform_hidden_closes_and_opens_fields(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "calls.jsonl"
+    agent_dir = make_agent(tmp_path, log)
+    contract_file = agent_dir / "skills" / "keeper" / "contract.json"
+    contract = json.loads(contract_file.read_text(encoding="utf-8"))
+    contract["tools"]["saveNote"]["args"]["owner"] = {"from": "platform.passportId", "label": "Owner"}
+    contract_file.write_text(json.dumps(contract), encoding="utf-8")
+    async with SkillYard() as yard:
+        with pytest.raises(AgentError) as closed:
+            await yard.agent(agent_dir, model="script:x.yaml")
+    assert "passportId" in str(closed.value) and "§16.10" in str(closed.value)
+
+    monkeypatch.setenv("SKILLYARD_AGENT_PLATFORM_HIDDEN", "clientId")  # passportId no longer hidden
+    model = script(
+        tmp_path / "turns.yaml",
+        tool("saveNote", title="季度总结"),
+        tool("builtin_node_approval", summary="保存", toolName="saveNote"),
+        tool("builtin_node_finish", output="ok"),
+    )
+    async with SkillYard() as yard:
+        agent = await yard.agent(agent_dir, model=model)
+        asked = await agent.send("s-hidden", "保存季度总结", identity={**IDENTITY, "passport_id": "P-9"})
+        assert asked.observations[0].sources["owner"] == "PLATFORM"
+        await agent.resume("s-hidden", "CONFIRM")
+    assert calls(log)[0]["title"] == "季度总结"

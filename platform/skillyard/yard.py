@@ -250,8 +250,9 @@ class SkillYard:
     async def agent(self, agent_dir: str | os.PathLike[str], *, model: Any = None) -> Agent:
         """Load a contract-driven agent (docs/agents.md) and bind it to a model.
 
-        ``model`` is a ChatModel, or a spec (``script:FILE.yaml`` / ``openai:MODEL``). Settings come from
-        ``SKILLYARD_HOME/settings.toml`` and the environment. Skills that fail to load are dropped (see
+        ``model`` is a ChatModel, or a spec (``script:FILE.yaml`` / ``openai:MODEL``); without one, the settings'
+        ``[agent.model] spec`` (or ``SKILLYARD_MODEL``). Settings come from ``SKILLYARD_HOME/settings.toml`` and
+        the environment. Skills that fail to load are dropped (see
         ``agent.loaded.errors``); an agent with no usable skill is an error.
         """
         from .agent.loader import load_agent
@@ -264,8 +265,12 @@ class SkillYard:
         if not loaded.skills:
             problems = "; ".join(str(e) for e in loaded.errors) or "it names no contract skill"
             raise AgentError(f"agent {loaded.profile.agent_code!r} has no usable skill: {problems}")
+        model = model if model is not None else settings.model.spec
         if model is None:
-            raise AgentError("no model: pass model= a ChatModel or a spec such as 'script:turns.yaml'")
+            raise AgentError(
+                "no model: pass model= a ChatModel or a spec such as 'script:turns.yaml' / 'openai:gpt-4o-mini', or "
+                "set [agent.model] spec in settings.toml (or SKILLYARD_MODEL)"
+            )
         if isinstance(model, str):
             return Agent(self, loaded, model_from_spec(model, settings), settings, model_spec=model)
         return Agent(self, loaded, model, settings)

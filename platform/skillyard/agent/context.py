@@ -10,10 +10,11 @@ memory for unit tests; the PostgreSQL store (store.py) is the real one.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .expressions import HIDDEN_PLATFORM_FIELDS
 from .state import Evidence, NodeState, SessionState, TaskState
 
 if TYPE_CHECKING:
@@ -30,15 +31,22 @@ PLATFORM_FROM_CONTEXT: dict[str, str] = {
     "org_name": "organName",
     "org_type": "organType",
     "actor_department_path": "deptPath",
+    # closed by default ([agent] platform_hidden); present when a deployment opens them
+    "passport_id": "passportId",
+    "client_id": "clientId",
+    "session_type": "sessionType",
+    "admin_user": "adminUser",
+    "admin_company": "adminCompany",
 }
 
 
-def platform_fields(identity: Mapping[str, Any]) -> dict[str, str]:
-    """The §11 platform fields from the caller's identity (only the ones with a value)."""
+def platform_fields(identity: Mapping[str, Any], hidden: Iterable[str] = HIDDEN_PLATFORM_FIELDS) -> dict[str, str]:
+    """The §11 platform fields from the caller's identity (only the ones with a value, never the hidden ones)."""
+    closed = frozenset(hidden)
     fields: dict[str, str] = {}
     for key, name in PLATFORM_FROM_CONTEXT.items():
         value = identity.get(key)
-        if value is not None and value != "":
+        if value is not None and value != "" and name not in closed:
             fields[name] = str(value)
     return fields
 
@@ -83,7 +91,7 @@ class NodeContext:
 
     @property
     def platform(self) -> dict[str, str]:
-        return platform_fields(self.session.identity)
+        return platform_fields(self.session.identity, self.settings.platform_hidden)
 
     def tool_contract(self, name: str) -> ToolContract | None:
         """The contract of a business tool, or None (configured tools only, §1.3)."""

@@ -305,8 +305,13 @@ def load_contract_text(raw: str | Mapping[str, Any]) -> Any:
     return json5.loads(raw)
 
 
-def parse_contract(raw: str | Mapping[str, Any], *, skill_key: str) -> tuple[Contract, list[ContractIssue]]:
-    """Read and check a contract; return it with its warnings, or raise ``ContractError`` listing every problem."""
+def parse_contract(
+    raw: str | Mapping[str, Any], *, skill_key: str, open_fields: frozenset[str] | None = None
+) -> tuple[Contract, list[ContractIssue]]:
+    """Read and check a contract; return it with its warnings, or raise ``ContractError`` listing every problem.
+
+    ``open_fields``: the platform fields ``platform.*`` may name (default: the seven open ones of §11; see
+    :func:`~.expressions.open_platform_fields`)."""
     try:
         data = load_contract_text(raw)
     except ValueError as exc:
@@ -317,7 +322,7 @@ def parse_contract(raw: str | Mapping[str, Any], *, skill_key: str) -> tuple[Con
         what = type_name(data)
         problem = ContractIssue(skill_key, "§16.1", "", f"the contract must be a JSON object, not a JSON {what}")
         raise ContractError(skill_key, [problem])
-    reader = _ContractWalk(skill_key)
+    reader = _ContractWalk(skill_key, open_fields if open_fields is not None else frozenset(PLATFORM_FIELDS))
     contract = reader.contract(data)
     if reader.problems:
         raise ContractError(skill_key, reader.problems)

@@ -81,8 +81,9 @@ def type_name(value: Any) -> str:
 class ContractReader:
     """Typed reads that collect problems and warnings for one skill; the contract walk builds on it."""
 
-    def __init__(self, skill_key: str) -> None:
+    def __init__(self, skill_key: str, open_fields: frozenset[str] = frozenset(PLATFORM_FIELDS)) -> None:
         self.skill_key = skill_key
+        self.open_fields = open_fields
         self.problems: list[ContractIssue] = []
         self.warnings: list[ContractIssue] = []
 
@@ -183,11 +184,13 @@ class ContractReader:
         except ExpressionError as exc:
             self.fail("§16.2" if not allow_call else "§6.4", path, str(exc))
             return None
-        if expr.prefix is Prefix.PLATFORM and expr.head not in PLATFORM_FIELDS:
+        if expr.prefix is Prefix.PLATFORM and expr.head not in self.open_fields:
             self.fail(
                 "§16.10",
                 path,
-                f"platform field {expr.head!r} is not open; use one of {', '.join(PLATFORM_FIELDS)}",
+                f"platform field {expr.head!r} is not open; use one of {', '.join(sorted(self.open_fields))} "
+                "(the [agent] platform_hidden setting closes passportId, clientId, sessionType, adminUser, "
+                "adminCompany)",
             )
             return None
         return expr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -9,6 +10,12 @@ from enum import StrEnum
 PLATFORM_FIELDS: tuple[str, ...] = ("userId", "memberId", "name", "organId", "organName", "organType", "deptPath")
 #: §11: identity fields that exist but are never open to contracts (configuration ``platform.hidden``).
 HIDDEN_PLATFORM_FIELDS: tuple[str, ...] = ("passportId", "clientId", "sessionType", "adminUser", "adminCompany")
+
+
+def open_platform_fields(hidden: Iterable[str] = HIDDEN_PLATFORM_FIELDS) -> frozenset[str]:
+    """The platform fields contracts may read: the seven open ones, plus any of the five closed-by-default ones the
+    ``[agent] platform_hidden`` setting no longer hides (§11: they are closed by configuration, not by nature)."""
+    return frozenset(PLATFORM_FIELDS) | (frozenset(HIDDEN_PLATFORM_FIELDS) - frozenset(hidden))
 
 
 class Prefix(StrEnum):

@@ -15,7 +15,9 @@ from ..catalog.roots import Root
 from ..catalog.skill import Skill
 from .contract import Contract
 from .contract_parse import ContractError, parse_contract
+from .expressions import open_platform_fields
 from .profile import ACTIVE, AgentProfile, read_agent_profile
+from .settings import AgentSettings
 
 if TYPE_CHECKING:
     from ..yard import SkillYard
@@ -144,8 +146,13 @@ def _raw_contract(skill: Skill, key: str) -> tuple[str | Mapping[str, Any] | Non
         return None, LoadIssue(key, "§16.1", "contract", f"cannot read {file}: {exc.strerror}")
 
 
-def load_contract_skill(key: str, skill: Skill) -> tuple[ContractSkill | None, list[LoadIssue]]:
-    """Build one ContractSkill; on failure return None and every problem (§16 rules, tools:, the catalog)."""
+def load_contract_skill(
+    key: str, skill: Skill, open_fields: frozenset[str] | None = None
+) -> tuple[ContractSkill | None, list[LoadIssue]]:
+    """Build one ContractSkill; on failure return None and every problem (§16 rules, tools:, the catalog).
+
+    ``open_fields``: the platform fields contracts may read (``[agent] platform_hidden``; default the seven of §11).
+    """
     issues: list[LoadIssue] = []
     if skill.error:
         issues.append(LoadIssue(key, "catalog", "", f"{skill.manifest.path}: {skill.error}"))
@@ -158,7 +165,7 @@ def load_contract_skill(key: str, skill: Skill) -> tuple[ContractSkill | None, l
     contract = None
     if raw is not None:
         try:
-            contract, warnings = parse_contract(raw, skill_key=key)
+            contract, warnings = parse_contract(raw, skill_key=key, open_fields=open_fields)
         except ContractError as exc:
             issues += [LoadIssue(key, p.rule, p.path, p.message) for p in exc.problems]
         else:
@@ -189,6 +196,7 @@ async def load_agent(yard: SkillYard, agent_dir: str | Path) -> LoadedAgent:
             LoadIssue("", "agent.status", "status", f"agent status is {profile.status!r}; only ACTIVE agents load")
         )
     add_agent_root(yard, folder)
+    open_fields = open_platform_fields(AgentSettings.load(yard.settings.home).platform_hidden)
     by_key, duplicates = contract_skills_by_key(yard)
     agent.warnings += duplicates
     for key in profile.skills:
@@ -210,7 +218,7 @@ async def load_agent(yard: SkillYard, agent_dir: str | Path) -> LoadedAgent:
                 LoadIssue(key, "status", "status", f"skill status is {status!r}; only ACTIVE skills load", "warning")
             )
             continue
-        loaded, issues = load_contract_skill(key, skill)
+        loaded, issues = load_contract_skill(key, skill, open_fields)
         agent.errors += [i for i in issues if i.severity == "error"]
         agent.warnings += [i for i in issues if i.severity != "error"]
         if loaded is not None:

@@ -34,7 +34,7 @@ DEFAULT_MODEL_RETRIES = 2
 _AGENT_KEYS = frozenset(
     {"write_confirm_bypass_tools", "reconfirm_after", "delegate_max_depth", "fingerprint_limit", "platform_hidden"}
 )
-_MODEL_KEYS = frozenset({"base_url", "api_key", "timeout", "retries"})
+_MODEL_KEYS = frozenset({"spec", "base_url", "api_key", "timeout", "retries"})
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -51,6 +51,7 @@ class ModelSettings:
     api_key: str | None = field(default=None, repr=False)
     timeout: float = DEFAULT_MODEL_TIMEOUT
     retries: int = DEFAULT_MODEL_RETRIES
+    spec: str | None = None  # the default model when none is given: "openai:MODEL" or "script:FILE.yaml"
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ class AgentSettings:
         f = _FileValues(path)
         e = _EnvValues(env)
         m = ModelSettings(
+            spec=e.text("SKILLYARD_MODEL") or f.spec(model, "spec", "agent.model"),
             base_url=e.url("SKILLYARD_MODEL_BASE_URL")
             or f.url(model, "base_url", "agent.model")
             or e.url("OPENAI_BASE_URL")
@@ -244,6 +246,14 @@ class _FileValues:
         if not isinstance(value, str) or not value.strip().lower().startswith(("http://", "https://")):
             raise self._fail(table, key, value, f'write an http(s) URL, e.g. {key} = "{DEFAULT_MODEL_BASE_URL}"')
         return value.strip().rstrip("/")
+
+    def spec(self, data: dict[str, Any], key: str, table: str) -> str | None:
+        if key not in data:
+            return None
+        value = data[key]
+        if not isinstance(value, str) or not value.strip():
+            raise self._fail(table, key, value, f'write a model spec, e.g. {key} = "openai:gpt-4o-mini"')
+        return value.strip()
 
     def secret(self, data: dict[str, Any], key: str, table: str) -> str | None:
         if key not in data:
