@@ -46,6 +46,11 @@ def _step(value: Any, key: str) -> Any:
 
 def _get(value: Any, parts: Sequence[str]) -> Any:
     for position, key in enumerate(parts):
+        if type(value) is dict and key != "[]":  # the usual step, as _step does it
+            value = value.get(key, MISSING)
+            if value is MISSING:
+                return MISSING
+            continue
         if key == "[]":
             if not isinstance(value, list):
                 return MISSING
@@ -68,6 +73,11 @@ def get_path(value: Any, path: str | None) -> tuple[bool, Any]:
 
 def has_value(value: Any) -> bool:
     """A usable argument value: not None, not an empty string, not an empty list or object."""
+    kind = type(value)
+    if kind is str or kind is dict or kind is list:  # the usual JSON values: empty means falsy
+        return bool(value)
+    if kind is int or kind is float or kind is bool:
+        return True
     return not (value is None or value == "" or value == [] or value == {})
 
 

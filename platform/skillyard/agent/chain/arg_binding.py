@@ -15,6 +15,7 @@ from ..evaluate import resolve
 from ..expressions import Expression, Prefix, parse_expression
 from ..paths import get_path, has_value, set_path
 from .base import ChainCall
+from .plan import plan
 
 
 def is_template(path: str) -> bool:
@@ -142,5 +143,5 @@ def bind_arg(call: ChainCall, arg: ArgContract) -> None:
 def bind(call: ChainCall) -> None:
     if call.contract is None:
         return
-    for arg in call.contract.args.values():
+    for arg in plan(call.contract).binds:  # the args with from/const, in contract order (the others bind nothing)
         bind_arg(call, arg)

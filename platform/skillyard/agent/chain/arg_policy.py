@@ -14,6 +14,7 @@ from ...invoke.inputs import is_empty
 from ..codes import ErrorCode
 from ..state import Observation
 from .base import ChainCall, json_copy
+from .plan import plan
 
 
 def _schema(call: ChainCall) -> Mapping[str, Any]:
@@ -26,15 +27,11 @@ def _schema(call: ChainCall) -> Mapping[str, Any]:
     return schema.exposed
 
 
-def _exempt(call: ChainCall) -> set[str]:
-    """Top-level argument names bound by from/const in the contract."""
+def _exempt(call: ChainCall) -> frozenset[str]:
+    """Top-level argument names bound by from/const in the contract (derived once per contract)."""
     if call.contract is None:
-        return set()
-    return {
-        arg.path.split(".")[0].replace("[]", "")
-        for arg in call.contract.args.values()
-        if arg.from_expr is not None or arg.has_const
-    }
+        return frozenset()
+    return plan(call.contract).exempt
 
 
 def check(call: ChainCall) -> Observation | None:
@@ -51,7 +48,7 @@ def check(call: ChainCall) -> Observation | None:
                     f"the arguments of {call.tool!r} are not valid JSON: {exc}",
                     f'call {call.tool} again with the arguments as one JSON object, e.g. {{"name": "value"}}',
                 )
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         return call.refuse(
             ErrorCode.ARG_REJECTED,
             f"the arguments of {call.tool!r} must be a JSON object, not {type(raw).__name__}",
@@ -67,8 +64,12 @@ def check(call: ChainCall) -> Observation | None:
         )
     call.catalog_skill = resolved[0]
     exempt = _exempt(call)
-    required = [str(n) for n in _schema(call).get("required") or [] if str(n) not in exempt]
-    missing = [name for name in required if is_empty(call.args.get(name))]
+    args = call.args
+    missing = []
+    for item in _schema(call).get("required") or []:
+        name = item if type(item) is str else str(item)
+        if name not in exempt and is_empty(args.get(name)):
+            missing.append(name)
     if missing:
         names = ", ".join(missing)
         return call.refuse(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,11 +20,33 @@ if TYPE_CHECKING:
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def _c_encoder() -> Callable[[Any, int], Any] | None:
+    """The C encoder ``_CANONICAL.encode`` builds on every call (same options), built once and without the
+    circular-reference markers, so it keeps no state between calls; None without the C extension."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    encoder: Callable[[Any, int], Any] = make(
+        None, str, json.encoder.encode_basestring, None, ":", ",", True, False, True
+    )
+    return encoder
+
+
+_C_CANONICAL = _c_encoder()
+
+
 def canonical(value: Any) -> str:
     """Stable JSON text of a value (sorted keys, no spaces): what fingerprints and idempotency keys hash.
 
-    One shared encoder: ``json.dumps`` with options would build a new JSONEncoder on every call.
+    The same text as ``json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)``:
+    one shared C encoder. A self-referencing (or very deep) value makes it recurse until RecursionError; it is then
+    encoded by the JSONEncoder itself, which reports the circular reference as it always did.
     """
+    if _C_CANONICAL is not None:
+        try:
+            return "".join(_C_CANONICAL(value, 0))
+        except RecursionError:
+            pass
     return _CANONICAL.encode(value)
 
 
@@ -63,7 +86,7 @@ def json_copy(value: Any) -> Any:
         return json.loads(json.dumps(value, default=str))
 
 
-@dataclass
+@dataclass(slots=True)
 class ChainCall:
     """One business-tool call on its way through the stages; each stage reads and fills it."""
 
@@ -78,6 +101,7 @@ class ChainCall:
     sources: dict[str, str] = field(default_factory=dict)  # arg path (or "lines.0.code") → source type
     bound: set[str] = field(default_factory=set)  # contract arg paths whose from/const took effect
     fingerprint: str = ""
+    canonical_args: str | None = None  # canonical(args) as the fingerprint hashed them (reused by the write gate)
     idempotency_key: str | None = None
 
     @property

@@ -51,52 +51,35 @@ def _failure_step(call: ChainCall, failure: invoke.Failure, status: EvidenceStat
     return f"call {call.tool} again once, or call builtin_node_fail with the reason if it keeps failing"
 
 
-async def _execute(call: ChainCall) -> Observation:
-    ctx = call.ctx
-    record = Evidence(
-        id=await ctx.store.new_evidence_id(),
-        task_id=ctx.task.id,
-        node_id=ctx.node.id,
-        tool=call.tool,
-        args=call.args,
-        write=call.is_write,
-        status=EvidenceStatus.STARTED,
-        idempotency_key=call.idempotency_key,
-    )
-    if call.is_write:
-        await ctx.record(record)  # §14: registered before the call, so a crash leaves a trace
-    ctx.events.append({"type": "tool", "tool": call.tool, "label": call.label if call.contract else DEFAULT_LABEL})
-    envelope = await invoke.run(call)
+def _settle(call: ChainCall, record: Evidence, envelope: dict[str, Any]) -> Observation:
+    """The response contract and evidence of a returned call: fills ``record`` and says what the model sees."""
     record.response = envelope
-    failure = invoke.classify(envelope)
+    failed = invoke.failed(envelope)  # one check for the §14.4 class and the response contract
+    failure = invoke.failure_kind(envelope) if failed else None  # invoke.classify(envelope)
     if failure is not None:
-        record.status = failure.status(call.is_write)
+        record.status = failure.status(record.write)
         record.error_code = failure.code.value
         record.error_message = str(envelope.get("error") or failure.name)
-        observation = call.refuse(
+        return call.refuse(
             failure.code,
             record.error_message,
             _failure_step(call, failure, record.status),
             evidence_id=record.id,
         )
-    else:
-        record.status = EvidenceStatus.SUCCESS
-        record.business_ok = response.business_ok(call.contract, envelope)
-        if record.business_ok:
-            evidence.fill(ctx, call.contract, record)
-            observation = call.observation(True, envelope, evidence_id=record.id)
-        else:
-            record.error_code, record.error_message = response.business_error(call.contract, envelope)
-            observation = call.refuse(
-                record.error_code,
-                f"{call.label} failed: {record.error_message}",
-                "read the error: fix the arguments and call again, ask the user with builtin_node_follow_up, "
-                "or call builtin_node_fail with the reason",
-                evidence_id=record.id,
-            )
-    await ctx.record(record)
-    fingerprint.count(call, record)
-    return observation
+    record.status = EvidenceStatus.SUCCESS
+    # response.business_ok(contract, envelope), whose failed() check is the one just made
+    record.business_ok = False if failed else response.success_holds(call.contract, envelope)
+    if record.business_ok:
+        evidence.fill(call.ctx, call.contract, record)
+        return call.observation(True, envelope, evidence_id=record.id)
+    record.error_code, record.error_message = response.business_error(call.contract, envelope)
+    return call.refuse(
+        record.error_code,
+        f"{call.label} failed: {record.error_message}",
+        "read the error: fix the arguments and call again, ask the user with builtin_node_follow_up, "
+        "or call builtin_node_fail with the reason",
+        evidence_id=record.id,
+    )
 
 
 async def call_tool(
@@ -112,12 +95,31 @@ async def call_tool(
     ``approved=True`` is the CONFIRM path of §14.1 step 3: no approval and no fingerprint check, everything else
     as usual. Builtin tools are not handled here (they are not in ``toolNames``: ``CATALOG_DENIED``).
     """
-    call = ChainCall(ctx, name, arguments, call_id=call_id, approved=approved, contract=ctx.tool_contract(name))
+    contract = ctx.tool_contract(name)
+    call = ChainCall(ctx, name, arguments, call_id=call_id, approved=approved, contract=contract)
     if not ctx.is_business_tool(name):
         return _denied(call)
-    if call.is_write and ctx.node.target is None:
+    write = contract is not None and contract.is_write  # call.is_write
+    if write and ctx.node.target is None:
         ctx.node.target, ctx.node.target_claimed = name, True  # §10.1 row 3: the first write call, even if stopped
     refusal = _before(call)
     if refusal is not None:
         return refusal
-    return await _execute(call)
+    # the call itself (one coroutine layer less than a separate stage function)
+    record = Evidence(
+        id=await ctx.store.new_evidence_id(),
+        task_id=ctx.task.id,
+        node_id=ctx.node.id,
+        tool=name,
+        args=call.args,
+        write=write,
+        status=EvidenceStatus.STARTED,
+        idempotency_key=call.idempotency_key,
+    )
+    if write:
+        await ctx.record(record)  # §14: registered before the call, so a crash leaves a trace
+    ctx.events.append({"type": "tool", "tool": name, "label": call.label if contract else DEFAULT_LABEL})
+    observation = _settle(call, record, await invoke.run(call))
+    await ctx.record(record)
+    fingerprint.count(call, record)
+    return observation

@@ -9,6 +9,7 @@ from ..context import NodeContext
 from ..contract import EntitySpec, Extract, ToolContract
 from ..paths import get_path, has_value
 from ..state import Entity, Evidence
+from .plan import plan
 from .response import is_empty_response
 
 
@@ -17,7 +18,7 @@ def count(extract: Extract, value: Any) -> int:
     value; a scalar 1 when it has a value."""
     if isinstance(value, list):
         return len(value)
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         if extract.fields:
             return int(any(has_value(get_path(value, f)[1]) for f in extract.fields))
         return int(has_value(dict(value)))
@@ -69,9 +70,8 @@ def remember(ctx: NodeContext, entities: list[Entity]) -> None:
 def fill(ctx: NodeContext, contract: ToolContract | None, evidence: Evidence) -> None:
     """Extracts, counts, ``empty`` and entities of a call whose business succeeded."""
     response = evidence.response
-    extracts = contract.extracts if contract is not None else ()
-    for extract in extracts:
-        key = extract.key or extract.path
+    extracts = plan(contract).extracts if contract is not None else ()
+    for key, extract in extracts:  # key: extract.key or extract.path
         found, value = get_path(response, extract.path)
         evidence.counts[key] = count(extract, value) if found else 0
         if found:

@@ -12,12 +12,15 @@ from ..state import Evidence, NodeStatus, Observation
 from .base import ChainCall, canonical, digest
 
 
-def fingerprint(tool: str, args: object) -> str:
-    return digest(f"{tool}\n{canonical(args)}")
+def fingerprint(tool: str, args: object, canonical_args: str | None = None) -> str:
+    """SHA-256 of the tool name and the canonical JSON of the arguments (``canonical_args``: that text, when the
+    caller already has it)."""
+    return digest(f"{tool}\n{canonical(args) if canonical_args is None else canonical_args}")
 
 
 def check(call: ChainCall) -> Observation | None:
-    call.fingerprint = fingerprint(call.tool, call.args)
+    text = call.canonical_args = canonical(call.args)  # the write gate's default idempotency key reuses it
+    call.fingerprint = fingerprint(call.tool, call.args, text)
     if call.approved:
         return None  # §14.1 step 3: the confirmed write skips the fuse
     node = call.ctx.node

@@ -64,6 +64,12 @@ def classify(envelope: dict[str, Any]) -> Failure | None:
     """The §14.4 class of a failed envelope, or None (success, or a business failure)."""
     if not failed(envelope):
         return None
+    return failure_kind(envelope)
+
+
+def failure_kind(envelope: dict[str, Any]) -> Failure | None:
+    """:func:`classify` of an envelope already known to be failed (``failed(envelope)``): None is a business
+    failure."""
     if envelope.get("timed_out"):
         return Failure.TIMEOUT
     kind = envelope.get("exception_type")
@@ -91,11 +97,14 @@ def runtime_context(call: ChainCall) -> dict[str, Any]:
 async def run(call: ChainCall) -> dict[str, Any]:
     """Run the business skill once (never retried); an exception of the platform itself becomes an envelope."""
     try:
-        found = call.ctx.yard.resolve(call.tool)
-        if found is not None and found[0].skill_type == "skill_md" and call.ctx.model is not None:
+        skill = call.catalog_skill  # the arg policy resolved it (None: resolve it here)
+        if skill is None:
+            found = call.ctx.yard.resolve(call.tool)
+            skill = found[0] if found is not None else None
+        if skill is not None and skill.skill_type == "skill_md" and call.ctx.model is not None:
             from ..sub_agent import run_skill_md
 
-            return await run_skill_md(call.ctx, found[0], call.args)
+            return await run_skill_md(call.ctx, skill, call.args)
         envelope = await call.ctx.yard.run(call.tool, call.args, context=runtime_context(call))
     except Exception as exc:
         message = str(exc).strip() or exc.__class__.__name__

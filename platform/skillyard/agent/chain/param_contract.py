@@ -15,8 +15,9 @@ from ..codes import ErrorCode
 from ..contract import ArgContract, MissingAction, SourceType
 from ..paths import get_path, has_value
 from ..state import Observation
-from .arg_binding import is_template, item_paths
+from .arg_binding import item_paths
 from .base import ChainCall
+from .plan import MODEL, ArgPlan, plan
 from .provenance import provenance, same
 
 REJECTED, FAIL, CALL_TOOL, ASK_USER = range(4)
@@ -94,12 +95,18 @@ def _in_enum(value: Any, allowed: tuple[Any, ...]) -> bool:
     return any(same(value, item) for item in allowed)
 
 
-def _check_value(call: ChainCall, arg: ArgContract, path: str, value: Any) -> Problem | None:
-    bound = call.sources.get(path) if (arg.path in call.bound or is_template(arg.path)) else None
-    source = bound or provenance(call.ctx, arg, value, path)
+def _check_value(call: ChainCall, item: ArgPlan, path: str, value: Any) -> Problem | None:
+    arg = item.arg
+    bound = call.sources.get(path) if (item.template or arg.path in call.bound) else None
+    if bound:
+        source = bound
+    elif item.model_only:  # what provenance() answers for this arg without looking anything up
+        source = MODEL
+    else:
+        source = provenance(call.ctx, arg, value, path)
     call.sources[path] = source
-    if source == SourceType.MODEL.value and SourceType.MODEL not in arg.sources:
-        if SourceType.USER in arg.sources:
+    if source == MODEL and not item.model_allowed:
+        if item.user_allowed:
             return _ask(call, arg, "was not given by the user")
         return _rejected(call, arg, value)
     if arg.enum and not _in_enum(value, arg.enum):
@@ -108,8 +115,9 @@ def _check_value(call: ChainCall, arg: ArgContract, path: str, value: Any) -> Pr
     return None
 
 
-def _check_arg(call: ChainCall, arg: ArgContract) -> list[Problem]:
-    paths = item_paths(call.args, arg.path) if is_template(arg.path) else [arg.path]
+def _check_arg(call: ChainCall, item: ArgPlan) -> list[Problem]:
+    arg = item.arg
+    paths = item_paths(call.args, arg.path) if item.template else [arg.path]
     problems: list[Problem] = []
     if not paths:
         paths = [arg.path]
@@ -121,7 +129,7 @@ def _check_arg(call: ChainCall, arg: ArgContract) -> list[Problem]:
                 if problem is not None:
                     problems.append(problem)
             continue
-        problem = _check_value(call, arg, path, value)
+        problem = _check_value(call, item, path, value)
         if problem is not None:
             problems.append(problem)
     return problems
@@ -131,8 +139,10 @@ def check(call: ChainCall) -> Observation | None:
     if call.contract is None:
         return None
     problems: list[Problem] = []
-    for arg in call.contract.args.values():
-        problems += _check_arg(call, arg)
+    for item in plan(call.contract).args:
+        found = _check_arg(call, item)
+        if found:
+            problems += found
     if not problems:
         return None
     worst = min(problems, key=lambda p: p.rank)

@@ -12,6 +12,7 @@ from ..expressions import Prefix
 from ..paths import get_path
 
 MIN_USER_TEXT = 2
+MODEL = SourceType.MODEL.value
 
 
 def normalize(value: Any) -> str:
@@ -106,8 +107,8 @@ def _found_equal(data: Any, path: str, value: Any) -> bool:
 def provenance(ctx: NodeContext, arg: ArgContract, value: Any, path: str) -> str:
     """The source of a value that binding did not set: the first matching ``sources`` entry, else ``MODEL``."""
     if arg.from_expr is not None or arg.has_const:
-        return SourceType.MODEL.value
+        return MODEL
     for source in arg.sources:
         if matches(ctx, arg, source, value, path):
-            return source.value
-    return SourceType.MODEL.value
+            return str(source)  # a StrEnum: its value
+    return MODEL

@@ -15,8 +15,9 @@ from typing import Any
 
 from ..codes import ErrorCode
 from ..contract import SuccessOp, SuccessSpec, ToolContract
-from ..paths import get_path, has_value
+from ..paths import MISSING, get_path, has_value
 from .invoke import failed
+from .plan import plan
 
 MESSAGE_LIMIT = 500
 ENVELOPE_FLAGS = ("ok", "success")
@@ -33,7 +34,25 @@ def payload(envelope: Any) -> Any:
 
 
 def is_empty_response(envelope: Any) -> bool:
-    data = payload(envelope)
+    """No value in the payload (see :func:`payload`); a plain dict envelope is read in one pass without copying."""
+    if type(envelope) is dict:
+        others = 0  # keys other than the flags
+        result: Any = MISSING  # the value of "result", when present
+        filled = False  # some non-flag value has a value
+        for key, value in envelope.items():
+            if key in ENVELOPE_FLAGS:
+                continue
+            others += 1
+            if key == "result":
+                result = value
+            if not filled and has_value(value):
+                filled = True
+        if others == 1 and result is not MISSING:  # a bare result: its own values decide
+            data = result
+        else:
+            return not filled
+    else:
+        data = payload(envelope)
     if isinstance(data, Mapping):
         return not any(has_value(v) for v in data.values())
     return not has_value(data)
@@ -76,18 +95,20 @@ def truthy(value: Any) -> bool:
     return not (isinstance(value, str) and value.strip().lower() in ("0", "false"))
 
 
-def holds(spec: SuccessSpec, response: Any) -> bool:
+def holds(spec: SuccessSpec, response: Any, op: SuccessOp | None = None) -> bool:
+    """``op``: ``spec.op`` as the plan already read it (an unset op read as TRUTHY)."""
     found, value = get_path(response, spec.path)
-    options = spec.value if isinstance(spec.value, list) else [spec.value]
-    op = spec.op or SuccessOp.TRUTHY  # an unset op (preflight warns): a truthy value counts as success
+    if op is None:
+        op = spec.op or SuccessOp.TRUTHY  # an unset op (preflight warns): a truthy value counts as success
+    if op is SuccessOp.EQ:
+        return found and equal(value, spec.value)
     if op is SuccessOp.EXISTS:
         return found
     if op is SuccessOp.TRUTHY:
         return found and truthy(value)
-    if op is SuccessOp.EQ:
-        return found and equal(value, spec.value)
     if op is SuccessOp.NE:
         return not (found and equal(value, spec.value))
+    options = spec.value if isinstance(spec.value, list) else [spec.value]
     inside = found and any(equal(value, option) for option in options)
     return inside if op is SuccessOp.IN else not inside
 
@@ -95,12 +116,16 @@ def holds(spec: SuccessSpec, response: Any) -> bool:
 def business_ok(contract: ToolContract | None, envelope: Any) -> bool:
     if failed(envelope):
         return False
-    spec = contract.success if contract is not None else None
-    if spec is None:
+    return success_holds(contract, envelope)
+
+
+def success_holds(contract: ToolContract | None, envelope: Any) -> bool:
+    """:func:`business_ok` of an envelope already known not to be a failure envelope (``failed`` is False)."""
+    if contract is None or contract.success is None:
         return True
     if is_empty_response(envelope):
         return False
-    return holds(spec, envelope)
+    return holds(contract.success, envelope, plan(contract).success_op)
 
 
 def business_error(contract: ToolContract | None, envelope: Any) -> tuple[str, str]:

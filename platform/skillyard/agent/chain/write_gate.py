@@ -18,9 +18,12 @@ from .base import ChainCall, canonical, digest
 from .summary import build_summary
 
 
-def idempotency_key(tool: str, contract: ToolContract | None, args: dict[str, Any]) -> str:
+def idempotency_key(
+    tool: str, contract: ToolContract | None, args: dict[str, Any], canonical_args: str | None = None
+) -> str:
     """§14.2: SHA-256 of the listed paths' values (paths in lexicographic order, missing ones skipped); without
-    a configured key, or when every listed path is missing: the tool name + a digest of all arguments."""
+    a configured key, or when every listed path is missing: the tool name + a digest of all arguments
+    (``canonical_args``: ``canonical(args)``, when the caller already has it)."""
     paths = sorted(contract.idempotency_key) if contract is not None else []
     parts = []
     for path in paths:
@@ -29,7 +32,7 @@ def idempotency_key(tool: str, contract: ToolContract | None, args: dict[str, An
             parts.append(f"{path}={canonical(value)}")
     if parts:
         return digest("\n".join(parts))
-    return f"{tool}:{digest(canonical(args))}"
+    return f"{tool}:{digest(canonical(args) if canonical_args is None else canonical_args)}"
 
 
 def check(call: ChainCall) -> Observation | None:
@@ -37,7 +40,8 @@ def check(call: ChainCall) -> Observation | None:
         return None
     assert call.contract is not None
     ctx = call.ctx
-    key = call.idempotency_key = idempotency_key(call.tool, call.contract, call.args)
+    # the fingerprint stage ran just before on the same arguments (binding is done): its canonical text is reused
+    key = call.idempotency_key = idempotency_key(call.tool, call.contract, call.args, call.canonical_args)
     same = [e for e in ctx.evidence if e.write and e.tool == call.tool and e.idempotency_key == key]
     done = next((e for e in reversed(same) if e.succeeded), None)
     if done is not None:
