@@ -26,8 +26,9 @@ import yaml
 
 from skillyard import SkillYard
 from skillyard.agent.codes import ErrorCode
-from skillyard.agent.runner import STEP_BUDGET, AgentError, TurnResult, resume_session
+from skillyard.agent.runner import STEP_BUDGET, AgentError, resume_session
 from skillyard.agent.store import AgentStore
+from skillyard.agent.turn import TurnResult
 
 pytestmark = pytest.mark.usefixtures("home", "db_env")
 

@@ -1,6 +1,8 @@
-"""The contract-driven agent runtime (contract spec): loading, validation and preflight of agents and their skills.
+"""The contract-driven agent runtime (contract spec), part 1: agents and contract skills (loading, validation,
+preflight), the tool-call chain, builtins, models and the ReAct node runner with stored checkpoints.
 
-Execution (the tool-call chain, builtins, models, the node runner) builds on the values defined here.
+Entry points: ``agent = await yard.agent(DIR, model=…)``, then ``await agent.send(…)`` / ``await agent.resume(…)``
+(:class:`Agent`, :class:`TurnResult`); docs/agents.md.
 """
 
 from __future__ import annotations
@@ -34,9 +36,13 @@ from .expressions import Expression, ExpressionError, Prefix, parse_expression
 from .loader import ContractSkill, LoadedAgent, LoadIssue, load_agent
 from .preflight import PreflightProblem, preflight_agent
 from .profile import AgentProfile, AgentProfileError, read_agent_profile
+from .runner import Agent, AgentError, resume_session
+from .turn import TurnResult
 
 __all__ = [
     "UNSET",
+    "Agent",
+    "AgentError",
     "AgentProfile",
     "AgentProfileError",
     "ArgContract",
@@ -66,6 +72,7 @@ __all__ = [
     "SuccessOp",
     "SuccessSpec",
     "ToolContract",
+    "TurnResult",
     "VerifyArg",
     "VerifySpec",
     "When",
@@ -74,4 +81,5 @@ __all__ = [
     "parse_expression",
     "preflight_agent",
     "read_agent_profile",
+    "resume_session",
 ]

@@ -15,7 +15,6 @@ loaded skill (the planner that picks among several is part 2).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import SkillyardError
@@ -40,9 +39,9 @@ from .state import (
     SessionState,
     TaskState,
     now,
-    to_json,
 )
 from .store import AgentStore, MemoryAgentStore, new_id
+from .turn import TurnResult
 
 #: Model calls per node and turn before the node fails (a runaway loop guard; FINGERPRINT_TRIP catches repeats).
 STEP_BUDGET = 24
@@ -52,46 +51,6 @@ USER_MESSAGES_KEPT = 20
 
 class AgentError(SkillyardError):
     """A send / resume that cannot be carried out (no open checkpoint, unknown skill …); the message says why."""
-
-
-@dataclass
-class TurnResult:
-    """What one send / resume did: status, checkpoint, reply, observations, evidence."""
-
-    session_id: str
-    status: str
-    reply: str | None = None
-    checkpoint: dict[str, Any] | None = None
-    observations: list[Observation] = field(default_factory=list)
-    evidence: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    task_id: str | None = None
-    node_id: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "session_id": self.session_id,
-            "status": self.status,
-            "reply": self.reply,
-            "checkpoint": self.checkpoint,
-            "observations": [
-                {
-                    "tool": o.tool,
-                    "arguments": o.arguments,
-                    "ok": o.ok,
-                    "code": o.code,
-                    "next_step": o.next_step,
-                    "sources": o.sources,
-                    "evidence_id": o.evidence_id,
-                    "content": to_json(o.content),
-                }
-                for o in self.observations
-            ],
-            "evidence": self.evidence,
-            "events": self.events,
-            "task_id": self.task_id,
-            "node_id": self.node_id,
-        }
 
 
 class Agent:

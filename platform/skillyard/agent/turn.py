@@ -1,0 +1,48 @@
+"""What one ``send`` / ``resume`` of an agent did: :class:`TurnResult` (the CLI's ``--json`` shape)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .state import Observation, to_json
+
+
+@dataclass
+class TurnResult:
+    """What one send / resume did: status, checkpoint, reply, observations, evidence."""
+
+    session_id: str
+    status: str
+    reply: str | None = None
+    checkpoint: dict[str, Any] | None = None
+    observations: list[Observation] = field(default_factory=list)
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    task_id: str | None = None
+    node_id: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "status": self.status,
+            "reply": self.reply,
+            "checkpoint": self.checkpoint,
+            "observations": [
+                {
+                    "tool": o.tool,
+                    "arguments": o.arguments,
+                    "ok": o.ok,
+                    "code": o.code,
+                    "next_step": o.next_step,
+                    "sources": o.sources,
+                    "evidence_id": o.evidence_id,
+                    "content": to_json(o.content),
+                }
+                for o in self.observations
+            ],
+            "evidence": self.evidence,
+            "events": self.events,
+            "task_id": self.task_id,
+            "node_id": self.node_id,
+        }
