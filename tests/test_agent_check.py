@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import json5
 import pytest
 from click.testing import CliRunner
 
@@ -174,3 +175,20 @@ async def test_preflight_api(cms):
     yard = SkillYard(include_builtin=False)
     agent = await load_agent(yard, cms)
     assert preflight_agent(yard, agent) == []
+
+
+def test_an_argument_the_platform_treats_as_a_credential_is_flagged(cms):
+    schema = cms / "skills" / "createArticle" / "schema.json"
+    data = json.loads(schema.read_text(encoding="utf-8"))
+    data["properties"]["author"] = {"type": "string"}
+    schema.write_text(json.dumps(data), encoding="utf-8")
+    contract = json5.loads((FIXTURE / "skills" / "article_lifecycle" / "contract.json").read_text(encoding="utf-8"))
+    contract["tools"]["createArticle"]["args"]["author"] = {"from": "platform.name"}
+    set_contract(cms, contract)
+    code, output = check(str(cms), "--json")
+    rows = json.loads(output)
+    assert code == 1
+    assert [(r["tool"], r["path"], r["rule"]) for r in rows] == [
+        ("createArticle", "author", "preflight.credential_arg")
+    ]
+    assert "rename" in rows[0]["message"]

@@ -40,3 +40,32 @@ async def test_guestbook_quickstart_and_word_report_artifact(db_env):
     assert signed["ok"] is True and signed["entries"] >= 1 and "Ada" in signed["display_md"]
     assert report["ref"] == "file_1" and Path(report["local_path"]).read_text().startswith("word,count")
     assert [a.filename for a in listed] == ["word_counts.csv"]
+
+
+def test_notes_agent_demo_as_the_readme_runs_it(db_env, home):
+    """The README's agent demo: check, run (suspends for approval), resume CONFIRM (saves the note once)."""
+    import json
+    import uuid
+
+    from click.testing import CliRunner
+
+    from skillyard.cli import cli
+    from skillyard.plugins import load_plugins
+
+    load_plugins().hook.register_commands(cli=cli)
+    agent = EXAMPLES / "agents" / "notes"
+    runner = CliRunner()
+    checked = runner.invoke(cli, ["agent", "check", str(agent)])
+    assert checked.exit_code == 0, checked.output
+    model = f"script:{agent / 'demo.yaml'}"
+    message = "把标题为季度总结的笔记保存下来：收入增长 12%"
+    session = f"demo-{uuid.uuid4().hex[:8]}"  # the test database outlives one run
+    first = runner.invoke(
+        cli, ["agent", "run", str(agent), "--session", session, "--message", message, "--model", model, "--json"]
+    )
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.output)["checkpoint"]["type"] == "APPROVAL"
+    done = runner.invoke(cli, ["agent", "resume", "--session", session, "--action", "CONFIRM", "--json"])
+    assert json.loads(done.output)["status"] == "DONE", done.output
+    notes = json.loads((home / "workspaces" / session / "notes" / "notes.json").read_text(encoding="utf-8"))
+    assert [n["title"] for n in notes] == ["季度总结"]

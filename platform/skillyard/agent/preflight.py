@@ -180,9 +180,23 @@ class _Checker:
                 self.check_path(cs, name, verify_arg, verify, "preflight.verify_args", "verify.args key")
                 if spec.from_expr is not None and spec.from_expr.prefix is Prefix.CALL:
                     self.check_path(cs, name, spec.from_expr.path, name, "preflight.verify_args", "verify.args from")
+        found = self.yard.resolve(name)
+        secret = set(found[0].schema.secret_params) if found is not None else set()
         for path, arg_contract in tool.args.items():
             self.check_path(cs, name, path, name, "preflight.arg_path", "argument path")
             self.arg_source(cs, name, path, arg_contract)
+            top = path.split(".", 1)[0].removesuffix("[]")
+            if top in secret:
+                self.add(
+                    key,
+                    name,
+                    path,
+                    "preflight.credential_arg",
+                    f"{name!r} treats {top!r} as a credential (its name contains key/token/secret/password/"
+                    "credential/auth): the platform strips it from every call and fills it from the skill's configs, "
+                    "so this contract's value never arrives; rename the parameter (e.g. author → writer) or mark it "
+                    '"x-secret": false in the schema',
+                )
 
     def arg_source(self, cs: ContractSkill, name: str, path: str, arg: ArgContract) -> None:
         key = cs.skill_key

@@ -42,10 +42,17 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _order(contract: ToolContract | None, path: str) -> tuple[int, str]:
+    """Contract order first (as the author listed the args), then the rest by path: the summary must not depend on
+    the order of the arguments' keys, which JSONB storage does not keep (a CONFIRM compares summaries)."""
+    position = {key: index for index, key in enumerate(contract.args)} if contract is not None else {}
+    return position.get(path, position.get(template_of(path), len(position))), path
+
+
 def build_summary(contract: ToolContract | None, args: Mapping[str, Any], sources: Mapping[str, str]) -> str:
-    """One "标签：值" line per argument leaf, in argument order."""
+    """One "标签：值" line per argument leaf: the contract's args in their order, then the others by path."""
     lines = []
-    for path, value in _leaves(args, ""):
+    for path, value in sorted(_leaves(args, ""), key=lambda leaf: _order(contract, leaf[0])):
         arg = _contract_arg(contract, path)
         platform = sources.get(path) == SourceType.PLATFORM.value or (
             arg is not None and arg.from_expr is not None and arg.from_expr.prefix is Prefix.PLATFORM
