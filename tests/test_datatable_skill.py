@@ -480,3 +480,45 @@ async def test_page_boundaries_report_exact_totals(yard: SkillYard, org: str) ->
         page = await run(yard, ctx, "query", table_id=table_id, limit=limit, offset=offset)
         info = page["pageInfo"]
         assert (info["totalRows"], info["isLastPage"], len(page["list"])) == (total, last, size), (limit, offset, info)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The handler's fast path and its redo (a set-based write without its savepoint; metadata remembered per process)
+
+
+async def test_row_level_failure_redoes_the_batch_with_one_savepoint_per_row(yard: SkillYard, org: str) -> None:
+    made = await run(
+        yard,
+        context(org),
+        "create_table",
+        table_name="编号表",
+        fields=[{"title": "编号", "uidt": "文本", "unique": True}, {"title": "姓名", "uidt": "文本"}],
+    )
+    assert made["ok"], made
+    records = [{"编号": "A", "姓名": "甲"}, {"编号": "A", "姓名": "乙"}, {"编号": "B", "姓名": "丙"}]
+    batch = await run(yard, context(org), "insert_batch", table_id=made["id"], records=records)
+    assert batch["ok"], batch
+    assert (batch["inserted"], batch["failed"], batch["verified_total"]) == (2, 1, 2), batch
+    assert [e["row"] for e in batch["errors"]] == [2]
+    merged = await run(
+        yard,
+        context(org),
+        "upsert",
+        table_id=made["id"],
+        key_fields=["姓名"],
+        records=[{"编号": "C", "姓名": "丁"}, {"编号": "B", "姓名": "戊"}],
+    )
+    assert merged["ok"], merged
+    assert (merged["inserted"], merged["updated"], merged["failed"], merged["verified_total"]) == (1, 0, 1, 1)
+    assert [e["row"] for e in merged["errors"]] == [2]
+    listed = await run(yard, context(org), "query", table_id=made["id"], sort="id")
+    assert [r["编号"] for r in listed["list"]] == ["A", "B", "C"]
+
+
+async def test_vanished_metadata_is_redone_the_slow_way(yard: SkillYard, org: str, conn: Any) -> None:
+    table_id = await make_table(yard, org, rows=3)
+    assert (await run(yard, context(org), "query", table_id=table_id))["pageInfo"]["totalRows"] == 3
+    await conn.execute(f"DROP SCHEMA org_data_{org} CASCADE")
+    gone = await run(yard, context(org), "query", table_id=table_id)
+    assert gone["ok"] is False and gone.get("need_param") == "table_id", gone
+    assert "no tables yet" in gone["error"]

@@ -22,15 +22,43 @@ from .dispatch import Request
 from .filters import Condition
 from .permissions_errors import PermissionDenied
 from .permissions_grants import GRANTS_TABLE
+from .rows_errors import RedoAction
 
-__all__ = ["Call", "Scope", "check", "open_call", "require", "table_scope"]
+__all__ = ["Call", "Scope", "check", "forget_schema", "open_call", "require", "table_scope"]
+
+
+#: Per process: the schemas whose metadata tables were seen to exist, each with whether ``_dt_grants`` was seen too.
+#: Only what was seen is remembered, never an absence: a schema not listed is probed, a grants table not known is
+#: checked for in the first statement itself (:func:`permissions_access.table_access`). A remembered schema whose
+#: metadata vanished fails that first statement (42P01): the handler rolls back, forgets it and redoes the action
+#: the slow way (:class:`~.rows_errors.RedoAction`).
+_KNOWN_META: dict[str, bool] = {}
+
+#: Actions whose first statement is :func:`table_scope`'s (so the metadata probe can be folded into it).
+_SCOPE_FIRST: frozenset[str] = frozenset(
+    {
+        "query",
+        "aggregate",
+        "insert",
+        "insert_batch",
+        "insert_from_file",
+        "upsert",
+        "update",
+        "update_by",
+        "list_columns",
+    }
+)
+
+
+def forget_schema(schema: str) -> None:
+    _KNOWN_META.pop(schema, None)
 
 
 @dataclass
 class Call:
     """One action call: the connection inside the session's transaction, the org schema and the request."""
 
-    conn: asyncpg.Connection
+    raw: asyncpg.Connection
     schema: str
     request: Request
     ctx: Mapping[str, Any]
@@ -38,6 +66,24 @@ class Call:
     #: Whether the schema's metadata tables and ``_dt_grants`` existed when the transaction started (None: unknown).
     has_meta: bool | None = None
     has_grants: bool | None = None
+    #: The session's connection while its transaction has not begun yet (the fast path of :func:`open_call`): the
+    #: first statement must go through it (SQLAlchemy sends BEGIN with it); None once the transaction is open.
+    pending: Any = None
+    #: The second, careful attempt of an action (:class:`~.rows_errors.RedoAction`): probe the metadata and give the
+    #: set-based writes their savepoint and per-row fallback up front, exactly as a standalone row function does.
+    careful: bool = False
+
+    @property
+    def conn(self) -> asyncpg.Connection:
+        """The asyncpg connection, inside the session's transaction (never before it began: that would autocommit)."""
+        if self.pending is not None:
+            raise RuntimeError("datatable: statement before the session's transaction began")
+        return self.raw
+
+    @property
+    def optimistic(self) -> bool:
+        """Whether set-based writes may run without their own savepoint (a row-level error then redoes the action)."""
+        return not self.careful
 
     @property
     def action(self) -> str:
@@ -114,17 +160,42 @@ async def check(call: Call, action: str, table: store_schema.TableInfo | None = 
     return access
 
 
-async def open_call(session: Any, schema: str, request: Request, ctx: Mapping[str, Any]) -> Call:
+async def open_call(
+    session: Any, schema: str, request: Request, ctx: Mapping[str, Any], *, careful: bool = False
+) -> Call:
     """The Call of one action on the connection under ``session``; the statement that starts the session's
-    transaction also tells whether the schema's metadata and grants tables exist (used by :func:`table_scope`)."""
-    conn, (has_meta, has_grants) = await store_schema.raw_connection_probing(
-        session,
+    transaction also tells whether the schema's metadata and grants tables exist (used by :func:`table_scope`).
+
+    Fast path (not ``careful``, an action that starts with :func:`table_scope`, a schema whose metadata this process
+    has seen): no statement yet; :func:`table_scope`'s query is the one that begins the transaction."""
+    if not careful and request.action in _SCOPE_FIRST and schema in _KNOWN_META:
+        connection = await session.connection()
+        raw = (await connection.get_raw_connection()).driver_connection
+        return Call(
+            raw, schema, request, ctx, has_meta=True, has_grants=_KNOWN_META[schema] or None, pending=connection
+        )
+    conn, (has_meta, has_grants) = await _probe(await session.connection(), schema)
+    return Call(conn, schema, request, ctx, has_meta=has_meta, has_grants=has_grants, careful=careful)
+
+
+async def _probe(connection: Any, schema: str) -> tuple[asyncpg.Connection, tuple[bool, ...]]:
+    conn, found = await store_schema.connection_probing(
+        connection,
         (
             f"{store_schema.quote_ident(schema)}.{store_schema.quote_ident('_dt_fields')}",
             f"{store_schema.quote_ident(schema)}.{store_schema.quote_ident(GRANTS_TABLE)}",
         ),
     )
-    return Call(conn, schema, request, ctx, has_meta=has_meta, has_grants=has_grants)
+    if found[0]:
+        _KNOWN_META[schema] = bool(found[1])
+    return conn, found
+
+
+async def _begin(call: Call) -> None:
+    """Begin the session's transaction the slow way (the probe) when the fast path's first statement did not run."""
+    if call.pending is not None:
+        connection, call.pending = call.pending, None
+        _, (call.has_meta, call.has_grants) = await _probe(connection, call.schema)
 
 
 async def table_scope(call: Call) -> Scope:
@@ -136,16 +207,20 @@ async def table_scope(call: Call) -> Scope:
     emp_no = permissions_access.actor_emp_no(call.ctx)
     found = None
     if call.has_meta:
-        found = await permissions_access.table_access(
-            call.conn,
-            call.schema,
-            table_id=call.params.get("table_id"),
-            table_name=call.params.get("table_name"),
-            action=call.action,
-            roles=call.roles,
-            emp_no=emp_no,
-            has_grants=bool(call.has_grants),
-        )
+        args: dict[str, Any] = {
+            "table_id": call.params.get("table_id"),
+            "table_name": call.params.get("table_name"),
+            "action": call.action,
+            "roles": call.roles,
+            "emp_no": emp_no,
+        }
+        if call.pending is not None:
+            found = await _first_table_access(call, args)
+        else:
+            found = await permissions_access.table_access(
+                call.conn, call.schema, has_grants=bool(call.has_grants), **args
+            )
+    await _begin(call)  # no-op unless the fast path ran no statement (then the slow way, which also probes)
     if found is None:
         table = await store_schema.resolve_table(
             call.conn, call.schema, call.params.get("table_id"), call.params.get("table_name")
@@ -162,3 +237,53 @@ async def table_scope(call: Call) -> Scope:
     if preset != ("" if actor is None else str(actor).strip(), "off" if own else "on"):
         await permissions_rls.set_actor(call.conn, actor, all_rows=not own)
     return Scope(table, conditions, stamp, permissions_access.protected_fields(access))
+
+
+async def _first_table_access(
+    call: Call, args: dict[str, Any]
+) -> tuple[store_schema.TableInfo, permissions_access.Access, tuple[str, str] | None] | None:
+    """:func:`permissions_access.table_access` as the statement that begins the session's transaction (fast path).
+
+    The grants table is checked for in the same statement when this process has not seen it; when it turns out to
+    exist, the query is run again with the grants (the decision never skips a grants table that exists).
+    """
+    connection = call.pending
+
+    async def first_fetchrow(sql: str, *params: Any) -> Any:
+        call.pending = None  # from here on the transaction has begun (or failed: the handler rolls back)
+        try:
+            result = await connection.exec_driver_sql(sql, tuple(params))
+            row = result.first()
+        except Exception as exc:
+            error = _asyncpg_error(exc)
+            if error is None:
+                raise
+            if isinstance(error, asyncpg.UndefinedTableError):  # 42P01: the metadata remembered is gone
+                forget_schema(call.schema)
+                raise RedoAction("the organisation's metadata tables vanished") from None
+            raise error from None
+        return None if row is None else row._mapping
+
+    grants_known = bool(call.has_grants)
+    seen: list[bool] | None = None if grants_known else []
+    found = await permissions_access.table_access(
+        call.raw, call.schema, has_grants=grants_known, grants_probe=seen, fetchrow=first_fetchrow, **args
+    )
+    if seen:  # the grants table was not known to this process: the statement told whether it exists
+        call.has_grants = seen[0]
+        if seen[0]:
+            _KNOWN_META[call.schema] = True
+            found = await permissions_access.table_access(call.raw, call.schema, has_grants=True, **args)
+    return found
+
+
+def _asyncpg_error(exc: BaseException) -> asyncpg.PostgresError | None:
+    """The asyncpg error under a SQLAlchemy (DBAPI adapter) exception, or None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, asyncpg.PostgresError):
+            return current
+        seen.add(id(current))
+        current = getattr(current, "orig", None) or current.__cause__
+    return None

@@ -21,7 +21,7 @@ def _record_reply(record: rows_write.Record) -> dict[str, Any]:
 async def insert(call: Call) -> dict[str, Any]:
     scope = await table_scope(call)
     data = require(call, "data", 'one record as an object, e.g. {"姓名": "张三"} (2–100 records: insert_batch)')
-    result = await rows_write.insert(call.conn, scope.table, data, stamp=scope.stamp)
+    result = await rows_write.insert(call.conn, scope.table, data, stamp=scope.stamp, optimistic=call.optimistic)
     if isinstance(result, rows_write.Record):
         return _record_reply(result)
     call.notes.append("data was an array: inserted as insert_batch")
@@ -31,7 +31,7 @@ async def insert(call: Call) -> dict[str, Any]:
 async def insert_batch(call: Call) -> dict[str, Any]:
     scope = await table_scope(call)
     records = require(call, "records", "an array of 1–100 objects (more than 100: write a JSON file, insert_from_file)")
-    return await rows_write.insert_batch(call.conn, scope.table, records, stamp=scope.stamp)
+    return await rows_write.insert_batch(call.conn, scope.table, records, stamp=scope.stamp, optimistic=call.optimistic)
 
 
 async def insert_from_file(call: Call) -> dict[str, Any]:
@@ -63,6 +63,7 @@ async def upsert(call: Call) -> dict[str, Any]:
         records,
         stamp=scope.stamp,
         extra_conditions=scope.conditions,
+        optimistic=call.optimistic,
     )
 
 

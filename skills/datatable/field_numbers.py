@@ -17,7 +17,7 @@ from typing import Any
 
 from .field_errors import FieldError
 
-__all__ = ["FULLWIDTH", "MAX_NUMERIC_PRECISION", "numeric_converter", "to_int"]
+__all__ = ["FULLWIDTH", "INT_MAX", "INT_MIN", "MAX_NUMERIC_PRECISION", "numeric_converter", "to_int"]
 
 MAX_NUMERIC_PRECISION = 1000  # PostgreSQL's limit for numeric(p,s)
 FULLWIDTH = str.maketrans(
@@ -37,7 +37,8 @@ FULLWIDTH = str.maketrans(
 _MAGNITUDE_WORDS = ("万", "亿", "千", "百", "十", "bn", "BN", "Bn", "k", "K", "m", "M", "b", "B", "w", "W")
 
 
-_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1  # the bigint range of an 整数
+_INT_MIN, _INT_MAX = INT_MIN, INT_MAX
 
 
 _FLOAT_EXACT = 2**53

@@ -22,7 +22,7 @@ from .actions_call import Call, open_call
 from .dispatch import DispatchError, Request, normalize_request
 from .field_errors import FieldError
 from .filters import FilterError
-from .rows_errors import classify
+from .rows_errors import RedoAction, classify
 from .sql_errors import SqlChannelError
 
 log = logging.getLogger(__name__)
@@ -50,17 +50,27 @@ async def execute(input_data: Any, runtime_context: Mapping[str, Any]) -> dict[s
             [],
         )
     call: Call | None = None
-    try:
-        call = await open_call(session, schema, request, runtime_context)
-        body = await ACTION_FUNCTIONS[request.action](call)
-        await session.commit()
-    except Exception as exc:
-        await _rollback(session)
-        known = _known(exc)
-        if known is None:
-            raise  # a bug: the platform logs the traceback and answers with a failure envelope
-        return _failure(known, request, call.notes if call else [])
-    return _success(body, request, call.notes)
+    careful = False
+    while True:
+        try:
+            call = await open_call(session, schema, request, runtime_context, careful=careful)
+            body = await ACTION_FUNCTIONS[request.action](call)
+            await session.commit()
+        except RedoAction:
+            # the fast path cannot finish (a row-level error in a set-based write without its savepoint, or the
+            # metadata remembered is gone): roll everything back and run the action once more the careful way
+            await _rollback(session)
+            if careful:  # cannot happen: the careful way never asks for a redo
+                raise
+            careful = True
+            continue
+        except Exception as exc:
+            await _rollback(session)
+            known = _known(exc)
+            if known is None:
+                raise  # a bug: the platform logs the traceback and answers with a failure envelope
+            return _failure(known, request, call.notes if call else [])
+        return _success(body, request, call.notes)
 
 
 async def _rollback(session: Any) -> None:

@@ -39,7 +39,7 @@ Built-in skills use only their own folder and public libraries: nothing here imp
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -208,6 +208,8 @@ async def table_access(
     roles: Sequence[str],
     emp_no: str | None,
     has_grants: bool,
+    grants_probe: list[bool] | None = None,
+    fetchrow: Callable[..., Awaitable[Mapping[str, Any] | None]] | None = None,
 ) -> tuple[TableInfo, Access, tuple[str, str] | None] | None:
     """:func:`store_schema.resolve_table` + :func:`check_access` (+ the table's fields) of a row action in one query.
 
@@ -220,6 +222,11 @@ async def table_access(
     ``preset`` says which ``(emp_no, all_rows)`` it set; the caller compares them with what it wants and calls
     :func:`set_actor` when they differ, so the Python decision stays the authority. Outside a transaction nothing is
     set and ``preset`` is None.
+
+    ``fetchrow`` runs the query instead of ``conn.fetchrow`` (the statement that begins the session's transaction,
+    see actions_call.py; the settings are then set inside it). Given ``grants_probe`` (a list, with ``has_grants``
+    False), the query also tells whether ``_dt_grants`` exists and appends that to the list whenever the query ran;
+    the caller must run it again with ``has_grants=True`` when it does.
     """
     if action not in GRANTABLE_ACTIONS:
         return None
@@ -234,7 +241,7 @@ async def table_access(
     else:
         return None
     mine = _roles(roles)
-    preset = conn.is_in_transaction()
+    preset = fetchrow is not None or conn.is_in_transaction()
     meta = quote_ident(schema)
     grants = qualified_grants(schema)
     selects = [
@@ -273,7 +280,15 @@ async def table_access(
         ]
     elif has_grants:
         lateral = ""  # nothing to set: the lateral decision is not needed
-    row = await conn.fetchrow(f'SELECT {", ".join(selects)} FROM {meta}."_dt_tables" t{lateral} WHERE {match}', *params)
+    if grants_probe is not None and not has_grants:
+        params.append(qualified_grants(schema))
+        selects.append(f"to_regclass(${len(params)}) IS NOT NULL AS grants_exist")
+    sql = f'SELECT {", ".join(selects)} FROM {meta}."_dt_tables" t{lateral} WHERE {match}'
+    row = await (conn.fetchrow if fetchrow is None else fetchrow)(sql, *params)
+    if grants_probe is not None and not has_grants:
+        if row is None:  # the table was not found; what the grants table does is for the step-by-step path
+            return None
+        grants_probe.append(bool(row["grants_exist"]))
     if row is None:
         return None
     fields = tuple(

@@ -12,7 +12,7 @@ from datetime import UTC, tzinfo
 from typing import Any
 
 from .field_errors import FieldError
-from .field_numbers import numeric_converter, to_int
+from .field_numbers import INT_MAX, INT_MIN, numeric_converter, to_int
 from .field_types import DEFAULT_NUMERIC, FieldDef
 from .field_values import (
     datetime_converter,
@@ -63,6 +63,22 @@ def _converter(field: FieldDef, naive_tz: tzinfo) -> Callable[[Any], Any]:
     raise FieldError(f"field {field.title!r} has an unknown type {uidt!r}", field.title)
 
 
+#: Fast paths of :meth:`RowValidator.validate` for values that already have the field's type: the value as given,
+#: exactly what the field's converter returns for it (to_text: a str without NUL; to_int: an int in the bigint range;
+#: single_converter: a str that is one of the options). Anything else goes through the converter.
+_GENERIC, _TEXT, _INT, _SINGLE = 0, 1, 2, 3
+
+
+def _kind(field: FieldDef) -> tuple[int, frozenset[str]]:
+    if field.uidt in ("文本", "长文本"):
+        return _TEXT, frozenset()
+    if field.uidt == "整数":
+        return _INT, frozenset()
+    if field.uidt == "单选":
+        return _SINGLE, frozenset(field.options)
+    return _GENERIC, frozenset()
+
+
 class RowValidator:
     """A table's fields compiled once into per-field converters; :meth:`validate` checks one row at a time.
 
@@ -79,6 +95,10 @@ class RowValidator:
             self.fields[field.title] = field
             self._converters[field.title] = _converter(field, naive_tz)
         self._required = tuple(f.title for f in fields if f.required)
+        #: per field: (converter, fast-path kind, options of a 单选)
+        self._specs: dict[str, tuple[Callable[[Any], Any], int, frozenset[str]]] = {
+            title: (self._converters[title], *_kind(field)) for title, field in self.fields.items()
+        }
         # the system columns can be filtered on (never written): id as 整数, created_at as 日期时间
         self._system: dict[str, Callable[[Any], Any]] = {"id": to_int, "created_at": datetime_converter(naive_tz)}
 
@@ -102,35 +122,63 @@ class RowValidator:
         Only the fields present in ``row`` are returned; empty text (also whitespace only) becomes None. On insert a
         required field that is missing or empty is an error; on update it is not checked (§7.5).
         """
+        values, dropped, errors, _ = self.validate_row(row, insert=insert)
+        return values, dropped, errors
+
+    def validate_row(
+        self, row: Mapping[str, Any], *, insert: bool
+    ) -> tuple[dict[str, Any], list[str], list[str], bool]:
+        """:meth:`validate` plus whether any field got a value (not None): a row without one may be empty."""
         if row.__class__ is not dict and not isinstance(row, Mapping):
-            return {}, [], [f"(row): expected an object {{field: value}}, got {type(row).__name__}"]
-        converters = self._converters
+            return {}, [], [f"(row): expected an object {{field: value}}, got {type(row).__name__}"], False
+        specs = self._specs
         values: dict[str, Any] = {}
         dropped: list[str] = []
         errors: list[str] = []
+        has_value = False
         for key, value in row.items():
-            converter = converters.get(key)
-            if converter is None:
+            spec = specs.get(key)
+            if spec is None:
                 stripped = key.strip() if isinstance(key, str) else None
-                converter = converters.get(stripped) if stripped else None
-                if converter is None:
+                spec = specs.get(stripped) if stripped else None
+                if spec is None:
                     dropped.append(str(key))
                     continue
                 if stripped in values or stripped in row:
                     errors.append(f"{stripped}: given twice (as {key!r} and {stripped!r}); keep one")
                     continue
                 key = stripped
-            if value is None or (value.__class__ is str and (not value or value.isspace())):
+            cls = value.__class__
+            if cls is str:
+                if not value or value.isspace():
+                    values[key] = None
+                    continue
+                kind = spec[1]
+                if (kind == _TEXT and "\x00" not in value) or (kind == _SINGLE and value in spec[2]):
+                    values[key] = value
+                    has_value = True
+                    continue
+            elif cls is int:
+                if spec[1] == _INT and INT_MIN <= value <= INT_MAX:
+                    values[key] = value
+                    has_value = True
+                    continue
+            elif value is None:
                 values[key] = None
                 continue
             try:
-                values[key] = converter(value)
+                converted = spec[0](value)
             except FieldError as exc:
                 errors.append(f"{key}: {exc}")
+                continue
             except (ValueError, TypeError, ArithmeticError) as exc:  # defensive: never crash a batch
                 errors.append(f"{key}: {value!r} could not be read as {self.fields[key].uidt} ({exc})")
+                continue
+            values[key] = converted
+            if converted is not None:
+                has_value = True
         if insert:
             for title in self._required:
                 if values.get(title) is None and not any(e.startswith(title + ": ") for e in errors):
                     errors.append(f"{title}: required; give a value")
-        return values, dropped, errors
+        return values, dropped, errors, has_value

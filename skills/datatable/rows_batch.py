@@ -105,10 +105,12 @@ def validate_rows(
     valid: list[tuple[int, dict[str, Any]]] = []
     dropped: dict[str, None] = {}
     skipped = 0
+    validate_row = ctx.validator.validate_row
     for number, record in enumerate(records, start=1):
-        values, unknown, problems = ctx.validator.validate(record, insert=insert)
-        dropped.update(dict.fromkeys(unknown))
-        if is_empty_row(values, problems):
+        values, unknown, problems, has_value = validate_row(record, insert=insert)
+        if unknown:
+            dropped.update(dict.fromkeys(unknown))
+        if not has_value and is_empty_row(values, problems):  # a row with a value is never empty
             skipped += 1
         elif problems:
             errors.add(number, "; ".join(problems))

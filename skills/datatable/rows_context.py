@@ -35,6 +35,7 @@ from .store_schema import TableInfo, load_fields, quote_ident
 __all__ = [
     "RowContext",
     "json_record",
+    "json_records",
     "json_value",
     "load_context",
     "parse_row_filters",
@@ -204,3 +205,27 @@ def target_conditions(
             need_param="filters",
         )
     return [*conditions, *scope_conditions(ctx, extra)]
+
+
+def json_records(ctx: RowContext, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    """:func:`json_record` of many rows read as sequences whose leading columns are ``names`` (same values): the
+    per-column decisions (JSON field or not) are taken once, and Decimal / date-time values converted directly."""
+    fields = ctx.fields
+    json_fields = ctx.json_fields
+    columns = [(i, name, name in json_fields, fields.get(name)) for i, name in enumerate(names)]
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        record: dict[str, Any] = {}
+        for i, name, is_json, field in columns:
+            value = row[i]
+            kind = type(value)
+            if kind in _PLAIN and not is_json:
+                record[name] = value
+            elif kind is Decimal:
+                record[name] = _json_number(value)
+            elif kind is datetime or kind is date:
+                record[name] = value.isoformat()
+            else:
+                record[name] = json_value(value, field)
+        out.append(record)
+    return out

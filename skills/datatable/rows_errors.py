@@ -21,7 +21,7 @@ from .field_errors import FieldError
 from .filters import FilterError
 from .store_schema import StoreError
 
-__all__ = ["MAX_ERRORS", "RowErrors", "RowsError", "classify", "is_row_level"]
+__all__ = ["MAX_ERRORS", "RedoAction", "RowErrors", "RowsError", "classify", "is_row_level"]
 
 
 #: Per-row errors reported in a batch result (``failed`` still counts them all).
@@ -46,6 +46,15 @@ class RowsError(StoreError):
     ) -> None:
         super().__init__(message, error_type=error_type, non_retriable=non_retriable, need_param=need_param)
         self.sqlstate = sqlstate
+
+
+class RedoAction(Exception):
+    """The action's fast path cannot finish in this transaction: roll it back and run the action again, once, the
+    careful way (the handler does this; nothing of the first attempt remains).
+
+    Raised when a set-based write that ran without its own savepoint (``optimistic``) fails on a row-level error
+    (only the careful run writes the rows one by one, each in its savepoint), and when the metadata tables this
+    process remembered are gone (42P01 on the first statement)."""
 
 
 _UNIQUE_DETAIL = re.compile(r"Key \((?P<cols>.*)\)=\((?P<vals>.*)\) already exists", re.S)

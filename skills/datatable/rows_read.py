@@ -28,6 +28,7 @@ from .query_options import (
 from .rows_context import (
     RowContext,
     json_record,
+    json_records,
     json_value,
     load_context,
     parse_row_filters,
@@ -118,16 +119,16 @@ async def query(
             total = skip + len(page)
         else:  # an empty page past the first: count
             total = await conn.fetchval(f"SELECT count(*) FROM {table.qualified}{where}", *params)
-        rows = [dict(zip(names, tuple(r)[: len(names)], strict=True)) for r in page]
+        records = json_records(ctx, names, page)
     except (asyncpg.PostgresError, asyncpg.InterfaceError, StoreError, FieldError) as exc:
         raise classify(exc) from None
     return {
-        "list": [json_record(ctx, r) for r in rows],
+        "list": records,
         "pageInfo": {
             "totalRows": total,
             "page": skip // page_size + 1,
             "pageSize": page_size,
-            "isLastPage": skip + len(rows) >= total,
+            "isLastPage": skip + len(records) >= total,
         },
     }
 

@@ -23,7 +23,7 @@ from .field_errors import FieldError
 from .filters import Condition
 from .rows_batch import batch_columns, batch_records, stamp_values, unnest_source, validate_rows
 from .rows_context import RowContext, load_context, scope_conditions, status_count, where_clause
-from .rows_errors import RowErrors, RowsError, classify, is_row_level
+from .rows_errors import RedoAction, RowErrors, RowsError, classify, is_row_level
 from .store_schema import StoreError, TableInfo, quote_ident
 
 __all__ = ["upsert"]
@@ -46,6 +46,16 @@ def _key_fields(ctx: RowContext, raw: Any) -> list[str]:
         if name not in keys:
             keys.append(name)
     return keys
+
+
+def _key_part(value: Any) -> Any:
+    """One key value as a hashable, comparable part of a batch row's key: an int or a str as it is, anything else by
+    its JSON text (in a tuple, so it never equals a plain str). A field's converter returns one type, so the values
+    at one key position share it, and two of them are equal here exactly when their JSON texts are (as before)."""
+    kind = value.__class__
+    if kind is int or kind is str:
+        return value
+    return (json.dumps(value, default=str, ensure_ascii=False),)
 
 
 def _key_match(keys: Sequence[str], exprs: Sequence[str]) -> str:
@@ -114,11 +124,12 @@ async def upsert(
     *,
     stamp: Mapping[str, Any] | None = None,
     extra_conditions: Sequence[Condition] = (),
+    optimistic: bool = False,
 ) -> dict[str, Any]:
     """Insert or update 1–100 rows matched on ``key_fields`` (no unique constraint needed): ``{inserted, updated,
     failed, errors, verified_total}`` (+ ``dropped``). Rows outside ``extra_conditions`` never match (a new row is
     inserted instead); ``stamp`` is written on inserted and updated rows. Required fields are not checked (a row may
-    turn out to be an update)."""
+    turn out to be an update). ``optimistic``: as in :func:`~.rows_write.insert_batch`."""
     rows_in = batch_records(records, "records")
     errors = RowErrors()
     inserted = updated = 0
@@ -134,7 +145,7 @@ async def upsert(
             if missing:
                 errors.add(number, f"key field(s) {', '.join(missing)} empty; every record needs its key_fields")
                 continue
-            key = tuple(json.dumps(values[k], default=str, ensure_ascii=False) for k in keys)
+            key = tuple(_key_part(values[k]) for k in keys)
             if key in by_key:
                 errors.add(by_key[key][0], f"same key as row {number}; only the last row with this key was written")
             values.update(forced)
@@ -142,26 +153,34 @@ async def upsert(
         batch = sorted(by_key.values(), key=lambda item: item[0])
         if batch:
             columns = batch_columns([v for _, v in batch], ctx)
-            try:  # as in insert_batch: the per-row fallback gets its own savepoint only when it is needed
-                async with conn.transaction():
+            if optimistic:  # as in insert_batch: no savepoint; a row-level error redoes the action carefully
+                try:
                     inserted, updated = await _merge(conn, ctx, keys, columns, [v for _, v in batch], extra)
-            except asyncpg.PostgresError as exc:
-                if not is_row_level(exc):
+                except asyncpg.PostgresError as exc:
+                    if is_row_level(exc):
+                        raise RedoAction("a row of the batch failed; redo with one savepoint per row") from None
                     raise
-                inserted = updated = 0
-                async with conn.transaction():
-                    for number, values in batch:
-                        try:
-                            async with conn.transaction():
-                                added, changed = await _merge(conn, ctx, keys, columns, [values], extra)
-                        except asyncpg.PostgresError as row_exc:
-                            if not is_row_level(row_exc):
-                                raise
-                            errors.add(number, str(classify(row_exc)))
-                            by_key.pop(next(k for k, v in by_key.items() if v[0] == number))
-                            continue
-                        inserted += added
-                        updated += changed
+            else:
+                try:  # as in insert_batch: the per-row fallback gets its own savepoint only when it is needed
+                    async with conn.transaction():
+                        inserted, updated = await _merge(conn, ctx, keys, columns, [v for _, v in batch], extra)
+                except asyncpg.PostgresError as exc:
+                    if not is_row_level(exc):
+                        raise
+                    inserted = updated = 0
+                    async with conn.transaction():
+                        for number, values in batch:
+                            try:
+                                async with conn.transaction():
+                                    added, changed = await _merge(conn, ctx, keys, columns, [values], extra)
+                            except asyncpg.PostgresError as row_exc:
+                                if not is_row_level(row_exc):
+                                    raise
+                                errors.add(number, str(classify(row_exc)))
+                                by_key.pop(next(k for k, v in by_key.items() if v[0] == number))
+                                continue
+                            inserted += added
+                            updated += changed
             verified = await _count_keys(conn, ctx, keys, [v for _, v in by_key.values()], extra)
         else:
             verified = 0

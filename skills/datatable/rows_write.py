@@ -41,7 +41,7 @@ from .rows_context import (
     target_conditions,
     where_clause,
 )
-from .rows_errors import RowErrors, RowsError, classify, is_row_level
+from .rows_errors import RedoAction, RowErrors, RowsError, classify, is_row_level
 from .store_schema import StoreError, TableInfo, quote_ident
 
 __all__ = ["Record", "delete_rows", "insert", "insert_batch", "update", "update_by"]
@@ -58,12 +58,17 @@ class Record(dict[str, Any]):
 
 
 async def insert(
-    conn: asyncpg.Connection, table: TableInfo, data: Any, *, stamp: Mapping[str, Any] | None = None
+    conn: asyncpg.Connection,
+    table: TableInfo,
+    data: Any,
+    *,
+    stamp: Mapping[str, Any] | None = None,
+    optimistic: bool = False,
 ) -> Record | dict[str, Any]:
     """Insert one row; the full written record (a :class:`Record`). ``data`` given as an array is handled as
     insert_batch (same 1–100 row limit) and returns its result."""
     if isinstance(data, list | tuple):
-        return await insert_batch(conn, table, list(data), stamp=stamp)
+        return await insert_batch(conn, table, list(data), stamp=stamp, optimistic=optimistic)
     if not isinstance(data, Mapping) or not data:
         raise RowsError('data must be one object {field: value}, e.g. {"姓名": "张三"}', need_param="data")
     try:
@@ -103,11 +108,20 @@ async def _insert_rows(
 
 
 async def insert_batch(
-    conn: asyncpg.Connection, table: TableInfo, records: Any, *, stamp: Mapping[str, Any] | None = None
+    conn: asyncpg.Connection,
+    table: TableInfo,
+    records: Any,
+    *,
+    stamp: Mapping[str, Any] | None = None,
+    optimistic: bool = False,
 ) -> dict[str, Any]:
     """Insert 1–100 rows: ``{inserted, skipped, failed, errors, verified_total, ids}`` (+ ``dropped`` when unknown
     fields were ignored). Invalid rows are reported (``errors``: ``{row, error}`` with 1-based row numbers, at most
-    20) and the valid ones written; empty rows are skipped."""
+    20) and the valid ones written; empty rows are skipped.
+
+    ``optimistic`` (the handler's first attempt, inside the transaction it rolls back on any failure): the set-based
+    statement runs without its savepoint, and a row-level error raises :class:`~.rows_errors.RedoAction` instead of
+    falling back, so that the handler rolls back and redoes the action without ``optimistic`` — the same result."""
     rows_in = batch_records(records, "records")
     errors = RowErrors()
     try:
@@ -119,24 +133,32 @@ async def insert_batch(
         ids: list[int] = []
         if valid:
             columns = batch_columns([v for _, v in valid], ctx)
+            if optimistic:  # no savepoint: a row-level error redoes the whole action the careful way (below)
+                try:
+                    ids = await _insert_rows(conn, ctx, columns, [v for _, v in valid])
+                except asyncpg.PostgresError as exc:
+                    if is_row_level(exc):
+                        raise RedoAction("a row of the batch failed; redo with one savepoint per row") from None
+                    raise
             # One savepoint (or transaction) for the set-based statement; only when it fails on a row-level error,
             # a second one holding one savepoint per row. Same effect as nesting the first inside the second.
-            try:
-                async with conn.transaction():
-                    ids = await _insert_rows(conn, ctx, columns, [v for _, v in valid])
-            except asyncpg.PostgresError as exc:
-                if not is_row_level(exc):
-                    raise
-                ids = []
-                async with conn.transaction():
-                    for number, values in valid:  # fallback: one savepoint per row
-                        try:
-                            async with conn.transaction():
-                                ids.extend(await _insert_rows(conn, ctx, columns, [values]))
-                        except asyncpg.PostgresError as row_exc:
-                            if not is_row_level(row_exc):
-                                raise
-                            errors.add(number, str(classify(row_exc)))
+            else:
+                try:
+                    async with conn.transaction():
+                        ids = await _insert_rows(conn, ctx, columns, [v for _, v in valid])
+                except asyncpg.PostgresError as exc:
+                    if not is_row_level(exc):
+                        raise
+                    ids = []
+                    async with conn.transaction():
+                        for number, values in valid:  # fallback: one savepoint per row
+                            try:
+                                async with conn.transaction():
+                                    ids.extend(await _insert_rows(conn, ctx, columns, [values]))
+                            except asyncpg.PostgresError as row_exc:
+                                if not is_row_level(row_exc):
+                                    raise
+                                errors.add(number, str(classify(row_exc)))
         verified = (
             int(await conn.fetchval(f"SELECT count(*) FROM {table.qualified} WHERE id = ANY($1::bigint[])", ids))
             if ids

@@ -43,6 +43,7 @@ __all__ = [
     "TableInfo",
     "check_schema",
     "column_sql",
+    "connection_probing",
     "ensure_schema",
     "field_def",
     "field_rows",
@@ -144,7 +145,11 @@ async def raw_connection(session: Any) -> asyncpg.Connection:
 async def raw_connection_probing(session: Any, relations: Sequence[str]) -> tuple[asyncpg.Connection, tuple[bool, ...]]:
     """:func:`raw_connection` whose first statement (the one that starts the session's transaction) also tells
     which of ``relations`` (qualified, quoted names) exist, as ``to_regclass`` would: one round trip for both."""
-    connection = await session.connection()
+    return await connection_probing(await session.connection(), relations)
+
+
+async def connection_probing(connection: Any, relations: Sequence[str]) -> tuple[asyncpg.Connection, tuple[bool, ...]]:
+    """:func:`raw_connection_probing` on the session's (SQLAlchemy) connection."""
     if relations:
         checks = ", ".join(f"to_regclass(${i}) IS NOT NULL" for i in range(1, len(relations) + 1))
         row = (await connection.exec_driver_sql(f"SELECT {checks}", tuple(relations))).one()
