@@ -20,6 +20,8 @@ _NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.
 _TEMP_NAME_BYTES = 64  # of the final name kept in the temp name, so ".name.<hex>.part" stays within NAME_MAX
 _HASH_BATCH = 1 << 20  # bytes handed to the hashing thread at a time
 _HASH_BACKLOG = 8 << 20  # waiting for the hashing thread beyond this keeps memory bounded
+_WRITEBACK = 1 << 20  # streamed bytes after which the kernel is asked to start writing them to disk
+_FADVISE = getattr(os, "posix_fadvise", None)  # not on macOS: there the final fdatasync does all the work
 
 
 class UnsafePath(ValueError):
@@ -114,18 +116,24 @@ async def safe_stream(
     digest = hashlib.sha256()
     hashing: asyncio.Future[None] | None = None
     batch: list[bytes] = []
-    batched = size = 0
+    batched = size = flushed = 0
     handed_off = False
     try:
         # Measured with bench/bench_outputs.py: each chunk is written on the event loop (a page-cache write takes
         # microseconds; handing writes to a thread made the bench slower), while SHA-256 costs about a third of a
         # local download's time, so it runs on a worker thread in 1 MB batches that overlap the next chunks'
         # arrival (0.65x -> about 0.77x of a bare download there). The fsync waits for the disk: a thread too.
+        # Every _WRITEBACK bytes the kernel is asked to start writing the range out, so the final fdatasync finds
+        # little dirty data (about 2-3 ms instead of 10-16 ms per 5 MB file with four syncing at once).
         async for chunk in chunks:
             size += len(chunk)
             if max_bytes is not None and size > max_bytes:
                 raise TooLarge(f"{target.name} is larger than the limit of {describe_size(max_bytes)}")
             file.write(chunk)
+            if size - flushed >= _WRITEBACK:
+                file.flush()
+                _start_writeback(fd, flushed, size - flushed)
+                flushed = size
             batch.append(chunk)
             batched += len(chunk)
             if batched >= _HASH_BATCH and (hashing is None or hashing.done() or batched >= _HASH_BACKLOG):
@@ -174,6 +182,17 @@ def _open_temp(target: Path) -> tuple[int, Path]:
         except FileExistsError:
             continue
     raise FileExistsError(f"cannot find a free temp file name beside {target}")
+
+
+def _start_writeback(fd: int, offset: int, length: int) -> None:
+    """Ask the kernel to start writing a range to disk now, so the fdatasync before publishing has little left.
+
+    On Linux ``POSIX_FADV_DONTNEED`` first starts asynchronous writeback of the range's dirty pages (it does not
+    wait for it), then drops only the pages that are already clean. A hint: it never replaces the fdatasync.
+    """
+    if _FADVISE is not None:
+        with contextlib.suppress(OSError):
+            _FADVISE(fd, offset, length, os.POSIX_FADV_DONTNEED)
 
 
 def _hash_parts(digest: hashlib._Hash, parts: list[bytes]) -> None:
