@@ -304,3 +304,24 @@ def test_memoized_validation_matches_plain() -> None:
     memo = importer_rows.Prepared(validator, columns, {}, {}, {})
     assert memo.chunk(items) == plain.chunk(items)
     assert memo.errors.items == plain.errors.items and memo.errors.failed == plain.errors.failed > 0
+
+
+def test_memoized_converters_are_the_ones_validation_uses() -> None:
+    """memoize must reach the validator's row path (a regression once made every import convert every value)."""
+    importer_rows = load_datatable_module("importer_rows")
+    field_types = load_datatable_module("field_types")
+    row_validator = load_datatable_module("row_validator")
+    validator = row_validator.RowValidator([field_types.parse_field({"title": "日期", "uidt": "日期"})])
+    original = validator.converters()["日期"]
+    calls = []
+
+    def counting(value):
+        calls.append(value)
+        return original(value)
+
+    validator.set_converter("日期", counting)
+    importer_rows.memoize(validator)
+    for _ in range(100):
+        values, _, errors = validator.validate({"日期": "2026-01-01"}, insert=True)
+        assert not errors and str(values["日期"]) == "2026-01-01"
+    assert len(calls) == 1

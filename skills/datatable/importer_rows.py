@@ -187,17 +187,13 @@ def memoize(validator: RowValidator) -> None:
 
     The converters are pure functions of the value, so repeated values (options, flags, dates, departments…) are
     converted once; a field whose values do not repeat (more than half misses after :data:`_MEMO_PROBE`) goes back to
-    the plain converter. Only str keys are used (1 / 1.0 / True hash alike but convert differently). This wraps the
-    validator's per-field converter table in place; when that internal table is not there, nothing is changed.
+    the plain converter. Only str keys are used (1 / 1.0 / True hash alike but convert differently).
     """
-    converters = getattr(validator, "_converters", None)
-    if not isinstance(converters, dict):
-        return
-    for title, convert in list(converters.items()):
-        converters[title] = _memo(convert, converters, title)
+    for title, convert in validator.converters().items():
+        validator.set_converter(title, _memo(convert, validator, title))
 
 
-def _memo(convert: Any, table: dict[str, Any], title: str) -> Any:
+def _memo(convert: Any, validator: RowValidator, title: str) -> Any:
     cache: dict[Any, Any] = {}
     misses = calls = 0
 
@@ -216,7 +212,7 @@ def _memo(convert: Any, table: dict[str, Any], title: str) -> Any:
             return hit
         misses += 1
         if misses >= _MEMO_PROBE and misses * 2 > calls:
-            table[title] = convert  # values rarely repeat (or are not text): stop looking them up
+            validator.set_converter(title, convert)  # values rarely repeat (or are not text): stop looking them up
             cache.clear()
             return convert(value)
         result = convert(value)  # a FieldError is raised, never remembered

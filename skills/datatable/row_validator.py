@@ -102,6 +102,16 @@ class RowValidator:
         # the system columns can be filtered on (never written): id as 整数, created_at as 日期时间
         self._system: dict[str, Callable[[Any], Any]] = {"id": to_int, "created_at": datetime_converter(naive_tz)}
 
+    def converters(self) -> dict[str, Callable[[Any], Any]]:
+        """Each field's converter (a copy: change one with :meth:`set_converter`)."""
+        return dict(self._converters)
+
+    def set_converter(self, title: str, convert: Callable[[Any], Any]) -> None:
+        """Replace a field's converter (e.g. a memoizing wrapper for a bulk import) everywhere it is used."""
+        self._converters[title] = convert
+        _, kind, options = self._specs[title]
+        self._specs[title] = (convert, kind, options)
+
     def convert(self, title: str, value: Any) -> Any:
         """One value for one field (e.g. a filter value): the database value, None for empty, or FieldError.
 
