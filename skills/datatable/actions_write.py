@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import importer, rows_upsert, rows_write
+from . import importer, importer_rows, rows_upsert, rows_write
 from .actions_call import Call, require, table_scope
 
 __all__ = ["insert", "insert_batch", "insert_from_file", "update", "update_by", "upsert"]
@@ -31,7 +31,14 @@ async def insert(call: Call) -> dict[str, Any]:
 async def insert_batch(call: Call) -> dict[str, Any]:
     scope = await table_scope(call)
     records = require(call, "records", "an array of 1–100 objects (more than 100: write a JSON file, insert_from_file)")
-    return await rows_write.insert_batch(call.conn, scope.table, records, stamp=scope.stamp, optimistic=call.optimistic)
+    return await rows_write.insert_batch(
+        call.conn,
+        scope.table,
+        records,
+        stamp=scope.stamp,
+        optimistic=call.optimistic,
+        skip_conflicts=importer_rows.on_conflict(call.params.get("on_conflict")),
+    )
 
 
 async def insert_from_file(call: Call) -> dict[str, Any]:

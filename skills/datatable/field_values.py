@@ -293,7 +293,9 @@ def to_url(value: Any) -> str:
     if start and len(text) > start and text[start] not in "/?#:" and len(text.split()) == 1:
         return text
     if not start:
-        raise FieldError(f"{value!r} is not an http(s) link; write the full address, e.g. https://example.com/page")
+        raise FieldError(
+            f"{value!r} is not an http(s) link; write the full address including its scheme (https or http)"
+        )
     raise FieldError(f"{value!r} is not a valid http(s) link (no host, or contains spaces)")
 
 

@@ -97,6 +97,7 @@ def records(raw: bytes, name: str) -> Iterator[tuple[int, Any]]:
             need_param="file",
         )
     loads = json.loads
+    _refuse_wrapped(text, name)
     for number, line in enumerate(text.splitlines(), start=1):
         if line and not line.isspace():
             try:
@@ -109,6 +110,24 @@ def records(raw: bytes, name: str) -> Iterator[tuple[int, Any]]:
                         need_param="file",
                     ) from None
                 yield number, BadLine(str(exc))
+
+
+def _refuse_wrapped(text: str, name: str) -> None:
+    """A whole file that is one object wrapping the rows (``{"records": [{…}, …]}``) is not one row of JSON Lines:
+    read as one, its only key would be dropped as unknown and nothing imported — refused with the fix instead."""
+    try:
+        whole = json.loads(text)
+    except ValueError:  # JSON Lines with several lines ("Extra data" right after the first one), or broken
+        return
+    if not isinstance(whole, dict) or len(whole) != 1:
+        return
+    ((key, value),) = whole.items()
+    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        raise RowsError(
+            f"{name} is one object wrapping the rows in {key!r}; write the array itself ([{{field: value}}, …]) "
+            "as the whole file, or JSON Lines (one object per line)",
+            need_param="file",
+        )
 
 
 class BadLine:

@@ -97,6 +97,9 @@ PARAM_ALIASES: dict[str, str] = {
     "column_mapping": "mapping",
     "field_mapping": "mapping",
     "default_values": "defaults",
+    # the delete confirmation token (protection.py): "confirmToken" / "Confirm-Token" fold onto it as a canonical key
+    "token": "confirm_token",
+    "delete_token": "confirm_token",
     # confirmation (value checked separately, see CONFIRM_KEYS)
     "confirm": CONFIRM_KEY,
     "confirmed": CONFIRM_KEY,
@@ -132,6 +135,7 @@ CANONICAL_PARAMS: frozenset[str] = frozenset(
         "mapping",
         "defaults",
         "on_conflict",
+        "confirm_token",
         CONFIRM_KEY,
     }
 )

@@ -114,6 +114,7 @@ async def insert_batch(
     *,
     stamp: Mapping[str, Any] | None = None,
     optimistic: bool = False,
+    skip_conflicts: bool = False,
 ) -> dict[str, Any]:
     """Insert 1–100 rows: ``{inserted, skipped, failed, errors, verified_total, ids}`` (+ ``dropped`` when unknown
     fields were ignored). Invalid rows are reported (``errors``: ``{row, error}`` with 1-based row numbers, at most
@@ -121,11 +122,23 @@ async def insert_batch(
 
     ``optimistic`` (the handler's first attempt, inside the transaction it rolls back on any failure): the set-based
     statement runs without its savepoint, and a row-level error raises :class:`~.rows_errors.RedoAction` instead of
-    falling back, so that the handler rolls back and redoes the action without ``optimistic`` — the same result."""
+    falling back, so that the handler rolls back and redoes the action without ``optimistic`` — the same result.
+
+    ``skip_conflicts`` (on_conflict=skip, §7.4; needs a unique constraint on the table): a row whose unique values
+    are taken counts as ``skipped`` instead of failed."""
     rows_in = batch_records(records, "records")
     errors = RowErrors()
     try:
         ctx = await load_context(conn, table)
+        if skip_conflicts and not await conn.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM pg_index WHERE indrelid = $1::regclass AND indisunique AND NOT indisprimary)",
+            table.qualified,
+        ):
+            raise RowsError(
+                f"on_conflict=skip needs a unique field in table {table.title!r} and it has none; make a field "
+                "unique (update_field with unique=true) or insert without on_conflict",
+                need_param="on_conflict",
+            )
         forced = stamp_values(ctx, stamp or {})
         valid, dropped, skipped = validate_rows(ctx, rows_in, insert=True, errors=errors)
         for _, values in valid:
@@ -158,6 +171,9 @@ async def insert_batch(
                             except asyncpg.PostgresError as row_exc:
                                 if not is_row_level(row_exc):
                                     raise
+                                if skip_conflicts and isinstance(row_exc, asyncpg.UniqueViolationError):
+                                    skipped += 1
+                                    continue
                                 errors.add(number, str(classify(row_exc)))
         verified = (
             int(await conn.fetchval(f"SELECT count(*) FROM {table.qualified} WHERE id = ANY($1::bigint[])", ids))
