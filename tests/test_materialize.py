@@ -540,3 +540,23 @@ async def test_nothing_to_do_returns_the_envelope_untouched(ws: Path) -> None:
         "file": "local.txt",
         "warnings": [],
     }
+
+
+@pytest.mark.usefixtures("home")
+async def test_a_skill_can_opt_out_of_materialization(
+    server: str, seen: list[dict[str, Any]], make_skill: Any, skills_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``materialize: false``: links in a skill's results are data (a record's URL column), never fetched."""
+    from skillyard import SkillYard
+
+    monkeypatch.setenv("SKILLYARD_ALLOW_PRIVATE_URLS", "1")
+    handler = {
+        "handler.py": f'async def execute(input, ctx):\n    return {{"ok": True, "image_url": "{server}/img/a.png"}}\n'
+    }
+    make_skill("fetches", files=handler)
+    make_skill("keeps", frontmatter="name: keeps\ndescription: Data with links.\nmaterialize: false", files=handler)
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        kept = await yard.run("keeps", {}, context={"session_id": "m-off"})
+        assert seen == [] and kept["image_url"] == f"{server}/img/a.png"  # never fetched, the link kept
+        fetched = await yard.run("fetches", {}, context={"session_id": "m-on"})
+    assert seen and "warnings" not in fetched, fetched  # downloaded

@@ -61,6 +61,7 @@ class Skill:
     is_async: bool = False
     force_raw_prompt: bool = False
     offload: bool = True
+    materialize: bool = True
     warnings: tuple[str, ...] = ()
     error: str | None = None
     #: Filled (in place) by the catalog: tool names depend on every other skill's name.
@@ -250,6 +251,7 @@ def build_skill(
         is_async=as_bool(meta.get("async", False)),
         force_raw_prompt=as_bool(meta.get("force_raw_prompt", False)),
         offload=as_bool(meta.get("offload", True)),
+        materialize=as_bool(meta.get("materialize", True)),
         warnings=tuple(warnings),
         error="; ".join(errors) or None,
         version=version,

@@ -18,8 +18,11 @@ MATERIALIZE, REGISTER, COLLECT, OFFLOAD = 100, 200, 300, 400
 
 
 async def materialize_remote_urls(envelope: dict[str, Any], run: Run) -> dict[str, Any]:
-    """Download the remote files a result points to into the session workspace (§6.3 step 1)."""
-    if not _mentions_url(envelope):
+    """Download the remote files a result points to into the session workspace (§6.3 step 1).
+
+    Skills whose results are data that merely contain links (records with a URL column) opt out with frontmatter
+    ``materialize: false``."""
+    if not run.skill.materialize or not _mentions_url(envelope):
         return envelope
     settings = run.yard.settings
     return await materialize_urls(
