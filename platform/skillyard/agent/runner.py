@@ -87,6 +87,7 @@ class Agent:
             ctx = await self._reopen(session)
             if ctx.node.status == NodeStatus.SUSPENDED and ctx.node.checkpoint is not None:
                 return await self._resume(ctx, ResumeAction.REPLY, message)
+            ctx.node.answered = []  # a new turn: no follow-up answered in it yet
             self._user_says(ctx, message)
             return await self._turn(ctx, settle=True)
         ctx = await self._start(session, message, skill_key)
@@ -190,9 +191,11 @@ class Agent:
                 await ctx.record(record)
         return ctx
 
-    def _user_says(self, ctx: NodeContext, message: str) -> None:
+    def _user_says(self, ctx: NodeContext, message: str, shown: str | None = None) -> None:
+        """``message`` joins the user messages (USER provenance); ``shown`` (default: the message) the node's
+        conversation."""
         ctx.session.user_messages = [*ctx.session.user_messages, message][-USER_MESSAGES_KEPT:]
-        ctx.node.messages.append({"role": "user", "content": message})
+        ctx.node.messages.append({"role": "user", "content": message if shown is None else shown})
 
     # -- a turn ------------------------------------------------------------------------------------------------
 
@@ -202,7 +205,6 @@ class Agent:
         """Run the node until it stops; ``settle``: the node was reopened, so uncertain writes come first (§14.3)."""
         result = TurnResult(ctx.session.id, ctx.node.status.value, observations=list(observations or []))
         if settle:
-            ctx.node.answered = []
             await self._settle_open_writes(ctx, result)
         if ctx.node.status == NodeStatus.RUNNING:
             await self._loop(ctx, result)
@@ -313,6 +315,9 @@ class Agent:
             return await self._finish_turn(ctx, TurnResult(ctx.session.id, NodeStatus.SUSPENDED.value))
         ctx.node.answered = []
         observations: list[Observation] = []
+        # §14.3: the reopened node settles its uncertain writes first — except right after a confirmed write ran
+        # (a write that has just become uncertain is checked when the node next reopens, not at once)
+        settle = True
         if checkpoint.type == CheckpointType.FOLLOW_UP:
             answer = text if text is not None else ("确认" if action == ResumeAction.CONFIRM else "")
             if not answer.strip():
@@ -321,7 +326,10 @@ class Agent:
             for name in checkpoint.expected_fields:
                 ctx.node.user_fields[name] = answer
             self._reopen_node(ctx)
-            self._user_says(ctx, answer)
+            # §12: the answer enters the history with its question and the arguments it answers
+            fields = "、".join(checkpoint.expected_fields)
+            about = f"（回答追问「{checkpoint.question}」" + (f"；对应参数：{fields}" if fields else "") + "）"
+            self._user_says(ctx, answer, shown=f"{answer}\n{about}")
         elif checkpoint.type == CheckpointType.APPROVAL:
             if action == ResumeAction.REPLY:
                 ctx.node.gated = None
@@ -333,6 +341,7 @@ class Agent:
                 assert checkpoint.tool is not None and checkpoint.args is not None
                 self._reopen_node(ctx)
                 ctx.node.gated = None
+                settle = False
                 observation = await call_tool(ctx, checkpoint.tool, checkpoint.args, approved=True)
                 observations.append(observation)
                 ctx.node.messages.append({"role": "user", "content": _note("confirmed", observation)})
@@ -348,7 +357,7 @@ class Agent:
             ctx.node.messages.append(
                 {"role": "user", "content": f"用户确认：写操作 {checkpoint.tool} {verdict}。" + (text or "")}
             )
-        return await self._turn(ctx, observations or None)
+        return await self._turn(ctx, observations or None, settle=settle)
 
     def _reopen_node(self, ctx: NodeContext) -> None:
         ctx.node.checkpoint = None

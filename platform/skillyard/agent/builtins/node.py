@@ -38,19 +38,20 @@ FAIL = "builtin_node_fail"
 DELEGATE = "builtin_node_delegate"
 
 
-def _configured_args(ctx: NodeContext) -> tuple[dict[str, ArgContract], dict[str, ArgContract]]:
-    """``(by path, lookup)`` over the configured tools this skill may call: argument path → contract (the first
-    tool wins a shared path), and the same map where a nested path is also found by its leaf (``taxNo`` for
-    ``orderInfo.taxNo``), as the USER provenance check accepts either; a full path wins over another's leaf.
+def _configured_args(ctx: NodeContext) -> tuple[dict[str, list[ArgContract]], dict[str, list[ArgContract]]]:
+    """``(by path, lookup)`` over the configured tools this skill may call: argument path → the contracts of every
+    tool with that path (several tools may share a path, e.g. ``title``), and the same map where a nested path is
+    also found by its leaf (``taxNo`` for ``orderInfo.taxNo``), as the USER provenance check accepts either; a full
+    path wins over another's leaf.
     """
-    found: dict[str, ArgContract] = {}
-    leaves: dict[str, ArgContract] = {}
+    found: dict[str, list[ArgContract]] = {}
+    leaves: dict[str, list[ArgContract]] = {}
     for name, tool in ctx.skill.contract.tools.items():
         if name not in ctx.skill.tool_names:
             continue
         for path, arg in tool.args.items():
-            found.setdefault(path, arg)
-            leaves.setdefault(arg.leaf, arg)
+            found.setdefault(path, []).append(arg)
+            leaves.setdefault(arg.leaf, []).append(arg)
     return found, {**leaves, **found}
 
 
@@ -93,13 +94,13 @@ def _ungrounded(ctx: NodeContext, fields: list[str]) -> tuple[str, str] | None:
     has_results = any(not e.write and e.succeeded and not e.empty for e in evidence)
     bad = []
     for field in fields:
-        arg = lookup.get(field)
-        if arg is None or not (user_askable(arg) or (evidence_choice(arg) and has_results)):
+        # grounded when any tool's argument of that path may be asked (§12: "本技能工具中允许来自 USER 的参数")
+        if not any(user_askable(a) or (evidence_choice(a) and has_results) for a in lookup.get(field, [])):
             bad.append(field)
     if not bad:
         return None
-    askable = [p for p, a in args.items() if user_askable(a)]
-    choosable = [p for p, a in args.items() if evidence_choice(a) and not user_askable(a)]
+    askable = [p for p, group in args.items() if any(user_askable(a) for a in group)]
+    choosable = [p for p, group in args.items() if p not in askable and any(evidence_choice(a) for a in group)]
     hint = f"askable arguments: {', '.join(askable) or 'none'}"
     if choosable:
         state = "now" if has_results else "after a non-empty query"

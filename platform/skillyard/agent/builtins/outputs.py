@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..chain.provenance import same
 from ..codes import ErrorCode
 from ..context import NodeContext
 from ..contract import UNSET, EntitySpec, OutputSpec, ShareScope, SourceType
@@ -74,7 +75,7 @@ def source_problem(ctx: NodeContext, key: str, written: OutputValue) -> tuple[Er
                 f"output {key!r} has no contract constant, so sourceType CONTRACT cannot be used",
                 f"write {key!r} with another allowed source ({names})",
             )
-        if written.value != constant:
+        if not same(written.value, constant):
             return (
                 ErrorCode.SOURCE_REJECT,
                 f"output {key!r} with source CONTRACT must equal the contract constant {constant!r}, "
@@ -103,7 +104,7 @@ def _evidence_problem(ctx: NodeContext, key: str, written: OutputValue) -> tuple
             "or call the query tool first",
         )
     found, value = get_path(evidence.response, written.source_path)
-    if not found or value != written.value:
+    if not found or not same(value, written.value):  # JSON equality: true is not 1
         at = written.source_path or "(the whole response)"
         seen = repr(value) if found else "nothing"
         return (

@@ -87,8 +87,6 @@ def _bind_template(call: ChainCall, arg: ArgContract, expr: Expression) -> str |
     head, rest = split_template(arg.path)
     found_list, mine = get_path(call.args, head)
     target = mine if found_list and isinstance(mine, list) else []
-    if not (found_list and isinstance(mine, list)):
-        set_path(call.args, head, target)
     filled = None
     for index, item in enumerate(items):
         has, value = get_path(item, src_rest)
@@ -101,6 +99,8 @@ def _bind_template(call: ChainCall, arg: ArgContract, expr: Expression) -> str |
         at = ".".join(p for p in (head, str(index), rest) if p)
         if has_value(get_path(call.args, at)[1]):
             continue  # the model gave this index a value: keep it
+        if filled is None and target is not mine:  # the model sent no list: it appears once an item is filled
+            set_path(call.args, head, target)
         filled = source or "MODEL"
         _record(call, at, value, filled)
     return filled

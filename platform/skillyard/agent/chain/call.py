@@ -118,7 +118,8 @@ async def call_tool(
     )
     if write:
         await ctx.record(record)  # §14: registered before the call, so a crash leaves a trace
-    ctx.events.append({"type": "tool", "tool": name, "label": call.label if contract else DEFAULT_LABEL})
+    # §4 label: the contract's label, else (skills have no MCP title) "正在处理" — never the bare tool name
+    ctx.events.append({"type": "tool", "tool": name, "label": (contract.label if contract else None) or DEFAULT_LABEL})
     observation = _settle(call, record, await invoke.run(call))
     await ctx.record(record)
     fingerprint.count(call, record)

@@ -58,9 +58,15 @@ def _walk(value: Any) -> Iterator[Any]:
 
 
 def same(a: Any, b: Any) -> bool:
-    """Exactly equal; a boolean never equals a number (``True`` is not ``1``)."""
+    """Equal as JSON values; a boolean never equals a number (``True`` is not ``1``), inside objects and lists too."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict | list) or isinstance(b, dict | list):
+        return False
     return bool(a == b)
 
 

@@ -39,7 +39,8 @@ def _contract_arg(contract: ToolContract | None, path: str) -> ArgContract | Non
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    # sort_keys: objects inside a leaf (a list of lists of objects) must read the same after a JSONB round trip
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def _order(contract: ToolContract | None, path: str) -> tuple[int, str]:
