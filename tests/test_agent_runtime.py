@@ -377,3 +377,14 @@ async def test_platform_hidden_closes_and_opens_fields(
         assert asked.observations[0].sources["owner"] == "PLATFORM"
         await agent.resume("s-hidden", "CONFIRM")
     assert calls(log)[0]["title"] == "季度总结"
+
+
+async def test_a_nul_in_the_model_arguments_does_not_break_saving(tmp_path: Path) -> None:
+    agent_dir = make_agent(tmp_path, tmp_path / "calls.jsonl")
+    model = script(tmp_path / "turns.yaml", tool("findNote", title="周\x00报"), {"text": "没有找到"})
+    async with SkillYard() as yard:
+        agent = await yard.agent(agent_dir, model=model)
+        turn = await agent.send("s-nul", "找周报", identity=IDENTITY)
+        assert turn.status == "RUNNING" and turn.reply == "没有找到"
+        stored = await AgentStore(yard.database).load_session("s-nul")
+    assert stored is not None and stored.node_id == turn.node_id

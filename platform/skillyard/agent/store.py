@@ -45,6 +45,18 @@ _UPSERT = {
 }
 
 
+def storable(value: Any) -> Any:
+    """``value`` with every NUL character replaced by U+FFFD: PostgreSQL JSONB cannot hold ``\\u0000``, and a model
+    may well send one; the replacement keeps the state saveable (and shows where the NUL was)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [storable(v) for v in value]
+    return value
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
 
@@ -56,6 +68,7 @@ class AgentStore:
         self.database = database
 
     async def _write(self, statement: str, params: dict[str, Any]) -> None:
+        params["state"] = storable(params["state"])
         async with await self.database.session() as session:
             await session.execute(_UPSERT[statement], params)
             await session.commit()
