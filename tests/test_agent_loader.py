@@ -142,10 +142,11 @@ async def test_status_filtering(cms):
     skills = cms / "skills"
     contract_skill(skills, "cms.old", contract=GOOD_CONTRACT, extra="status: INACTIVE\n")
     contract_skill(skills, "cms.new", contract=GOOD_CONTRACT, extra="status: ACTIVE\n")
-    agent_md(cms, "[cms.old, cms.new]")
+    contract_skill(skills, "cms.off", contract=GOOD_CONTRACT, extra="enabled: false\n")
+    agent_md(cms, "[cms.old, cms.new, cms.off]")
     agent = await load_agent(SkillYard(include_builtin=False), cms)
     assert list(agent.skills) == ["cms.new"] and agent.errors == []
-    assert [(w.skill, w.rule) for w in agent.warnings] == [("cms.old", "status")]
+    assert [(w.skill, w.rule) for w in agent.warnings] == [("cms.old", "status"), ("cms.off", "enabled")]
     agent_md(cms, "[cms.new]", extra="status: DISABLED\n")
     agent = await load_agent(SkillYard(include_builtin=False), cms)
     assert [(e.rule, e.path) for e in agent.errors] == [("agent.status", "status")]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..catalog.requires import as_bool
 from ..catalog.roots import Root
 from ..catalog.skill import Skill
 from .contract import Contract
@@ -216,6 +217,13 @@ async def load_agent(yard: SkillYard, agent_dir: str | Path) -> LoadedAgent:
         if status != ACTIVE:
             agent.warnings.append(
                 LoadIssue(key, "status", "status", f"skill status is {status!r}; only ACTIVE skills load", "warning")
+            )
+            continue
+        if not as_bool(skill.meta.get("enabled", True)):
+            agent.warnings.append(
+                LoadIssue(
+                    key, "enabled", "enabled", "the skill is disabled (enabled: false); it does not load", "warning"
+                )
             )
             continue
         loaded, issues = load_contract_skill(key, skill, open_fields)
