@@ -24,9 +24,9 @@ def _tool_of(path: str) -> str:
 
 @click.group(name="agent")
 def agent_group() -> None:
-    """Contract-driven agents: check an agent folder before publishing it. Docs: docs/agents.md
+    """Contract-driven agents: run a session, resume its checkpoints, check a folder. Docs: docs/agents.md
 
-    Example: skillyard agent check agents/cms --skills-dir skills
+    Example: skillyard agent run examples/agents/notes --session s1 --message "…" --model script:demo.yaml
     """
 
 
