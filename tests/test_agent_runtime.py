@@ -11,6 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from skillyard import SkillYard
+from skillyard.agent.models import ScriptExhausted
 from skillyard.agent.runner import AgentError, resume_session
 from skillyard.agent.store import AgentStore
 from skillyard.cli import cli as cli_main
@@ -261,7 +262,7 @@ async def test_script_exhaustion_is_loud(tmp_path: Path) -> None:
     model = script(tmp_path / "turns.yaml", tool("findNote", title="a"))
     async with SkillYard() as yard:
         agent = await yard.agent(agent_dir, model=model)
-        with pytest.raises(Exception, match="turn"):
+        with pytest.raises(ScriptExhausted, match="asked for turn 2 but the script has only 1"):
             await agent.send("s-short", "找 a", identity=IDENTITY)
 
 

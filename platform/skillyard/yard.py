@@ -261,7 +261,7 @@ class SkillYard:
         from .agent.settings import AgentSettings
 
         settings = AgentSettings.load(self.settings.home)
-        loaded = await load_agent(self, Path(agent_dir))
+        loaded = await load_agent(self, Path(agent_dir), settings)
         if not loaded.skills:
             problems = "; ".join(str(e) for e in loaded.errors) or "it names no contract skill"
             raise AgentError(f"agent {loaded.profile.agent_code!r} has no usable skill: {problems}")

@@ -52,7 +52,7 @@ from .permissions_errors import PermissionDenied
 from .permissions_grants import GRANTABLE_ACTIONS, GRANTS_TABLE, has_grants_table, qualified_grants
 from .permissions_rls import ALL_ROWS_SETTING, EMP_NO_SETTING
 from .protection import TOKENS_TABLE
-from .store_schema import META_TABLES, TableInfo, load_fields, quote_ident
+from .store_schema import META_TABLES, TableInfo, as_uuid, load_fields, quote_ident
 
 __all__ = [
     "SQL_ACTIONS",
@@ -187,17 +187,6 @@ def _own_access(table: TableInfo, owner_field: str, names: Collection[str]) -> A
     return Access(True, row_scope="own", owner_field=owner_field)
 
 
-def _as_uuid(value: Any) -> uuid.UUID | None:
-    if isinstance(value, uuid.UUID):
-        return value
-    if not isinstance(value, str):
-        return None
-    try:
-        return uuid.UUID(value.strip())
-    except ValueError:
-        return None
-
-
 async def table_access(
     conn: asyncpg.Connection,
     schema: str,
@@ -233,7 +222,7 @@ async def table_access(
     wanted = table_id if table_id not in (None, "") else table_name
     if wanted in (None, ""):
         return None
-    key: Any = _as_uuid(wanted)
+    key: Any = as_uuid(wanted)
     if key is not None:
         match = "t.id = $1"
     elif isinstance(wanted, str):

@@ -24,6 +24,7 @@ from .store_schema import (
     StoreError,
     TableInfo,
     column_sql,
+    drop_object,
     field_def,
     field_rows,
     insert_field_meta,
@@ -88,14 +89,12 @@ async def delete_field(conn: asyncpg.Connection, schema: str, table_id: Any, fie
     async with conn.transaction():
         await lock_schema(conn, schema)
         row = _find(await field_rows(conn, schema, table.id), field_title)
-        try:
-            async with conn.transaction():
-                await conn.execute(f"ALTER TABLE {table.qualified} DROP COLUMN IF EXISTS {quote_ident(row['title'])}")
-        except asyncpg.DependentObjectsStillExistError as exc:
-            raise StoreError(
-                f"field {row['title']!r} is used by other objects ({exc.detail or exc}); drop those views first",
-                need_param="field_title",
-            ) from None
+        await drop_object(
+            conn,
+            f"ALTER TABLE {table.qualified} DROP COLUMN IF EXISTS {quote_ident(row['title'])}",
+            f"field {row['title']!r}",
+            "field_title",
+        )
         await conn.execute(f"DELETE FROM {qualified_name(schema, '_dt_fields')} WHERE id = $1", row["id"])
     return {"deleted": True, "field": row["title"]}
 

@@ -41,9 +41,11 @@ __all__ = [
     "META_TABLES",
     "StoreError",
     "TableInfo",
+    "as_uuid",
     "check_schema",
     "column_sql",
     "connection_probing",
+    "drop_object",
     "ensure_schema",
     "field_def",
     "field_rows",
@@ -276,7 +278,19 @@ async def list_tables(conn: asyncpg.Connection, schema: str) -> list[dict[str, A
     return [TableInfo(str(r["id"]), r["title"], schema).as_dict() for r in rows]
 
 
-def _as_uuid(value: Any) -> uuid.UUID | None:
+async def drop_object(conn: asyncpg.Connection, statement: str, what: str, need_param: str) -> None:
+    """Run a DROP in a savepoint; objects that depend on it (views) make it a recoverable refusal naming them."""
+    try:
+        async with conn.transaction():
+            await conn.execute(statement)
+    except asyncpg.DependentObjectsStillExistError as exc:
+        raise StoreError(
+            f"{what} is used by other objects ({exc.detail or exc}); drop those views first", need_param=need_param
+        ) from None
+
+
+def as_uuid(value: Any) -> uuid.UUID | None:
+    """``value`` as a UUID (a table id), or None when it is not one (then it may be a title)."""
     if isinstance(value, uuid.UUID):
         return value
     if not isinstance(value, str):
@@ -295,7 +309,7 @@ async def resolve_table(
     has_meta = await has_metadata(conn, schema)
     wanted = table_id if table_id not in (None, "") else table_name
     if wanted not in (None, "") and has_meta:
-        key = _as_uuid(wanted)
+        key = as_uuid(wanted)
         if key is not None:
             row = await conn.fetchrow(
                 f"SELECT id, title FROM {qualified_name(schema, '_dt_tables')} WHERE id = $1", key

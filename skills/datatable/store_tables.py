@@ -19,6 +19,7 @@ from .store_schema import (
     StoreError,
     check_schema,
     column_sql,
+    drop_object,
     ensure_schema,
     insert_field_meta,
     lock_schema,
@@ -115,14 +116,7 @@ async def delete_table(conn: asyncpg.Connection, schema: str, table_id: Any) -> 
     table = await resolve_table(conn, schema, table_id)
     async with conn.transaction():
         await lock_schema(conn, schema)
-        try:
-            async with conn.transaction():
-                await conn.execute(f"DROP TABLE IF EXISTS {table.qualified}")
-        except asyncpg.DependentObjectsStillExistError as exc:
-            raise StoreError(
-                f"table {table.title!r} is used by other objects ({exc.detail or exc}); drop those views first",
-                need_param="table_id",
-            ) from None
+        await drop_object(conn, f"DROP TABLE IF EXISTS {table.qualified}", f"table {table.title!r}", "table_id")
         await conn.execute(f"DELETE FROM {qualified_name(schema, '_dt_tables')} WHERE id = $1", uuid.UUID(table.id))
     return True
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,17 @@ def _print_turn(turn: dict[str, Any], as_json: bool) -> None:
         click.echo(turn["reply"])
 
 
+def _report_turn(go: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bool) -> None:
+    """Run one send / resume, print the turn; a clean error for what the runtime refuses, exit 1 when FAILED."""
+    try:
+        turn = asyncio.run(go())
+    except SkillyardError as exc:
+        raise click.ClickException(str(exc)) from None
+    _print_turn(turn, as_json)
+    if turn["status"] == "FAILED":
+        raise SystemExit(1)
+
+
 def _context_option(value: str | None) -> dict[str, Any]:
     if not value:
         return {}
@@ -170,13 +182,7 @@ def run_cmd(
             agent = await yard.agent(agent_dir, model=spec)
             return (await agent.send(session_id, message, identity=identity, skill_key=skill_key)).as_dict()
 
-    try:
-        turn = asyncio.run(go())
-    except SkillyardError as exc:
-        raise click.ClickException(str(exc)) from None
-    _print_turn(turn, as_json)
-    if turn["status"] == "FAILED":
-        raise SystemExit(1)
+    _report_turn(go, as_json)
 
 
 @agent_group.command(name="resume")
@@ -207,13 +213,7 @@ def resume_cmd(
         async with SkillYard(skills_dirs=list(skills_dirs)) as yard:
             return (await resume_session(yard, session_id, action, text, model)).as_dict()
 
-    try:
-        turn = asyncio.run(go())
-    except SkillyardError as exc:
-        raise click.ClickException(str(exc)) from None
-    _print_turn(turn, as_json)
-    if turn["status"] == "FAILED":
-        raise SystemExit(1)
+    _report_turn(go, as_json)
 
 
 @hookimpl

@@ -185,7 +185,7 @@ def load_contract_skill(
     return loaded, issues
 
 
-async def load_agent(yard: SkillYard, agent_dir: str | Path) -> LoadedAgent:
+async def load_agent(yard: SkillYard, agent_dir: str | Path, settings: AgentSettings | None = None) -> LoadedAgent:
     """Load an agent folder. AGENT.md problems raise AgentProfileError; a skill that fails is dropped and its
     problems are kept in ``errors``, so the other skills still load."""
     folder = Path(agent_dir)
@@ -197,7 +197,8 @@ async def load_agent(yard: SkillYard, agent_dir: str | Path) -> LoadedAgent:
             LoadIssue("", "agent.status", "status", f"agent status is {profile.status!r}; only ACTIVE agents load")
         )
     add_agent_root(yard, folder)
-    open_fields = open_platform_fields(AgentSettings.load(yard.settings.home).platform_hidden)
+    hidden = (settings or AgentSettings.load(yard.settings.home)).platform_hidden
+    open_fields = open_platform_fields(hidden)
     by_key, duplicates = contract_skills_by_key(yard)
     agent.warnings += duplicates
     for key in profile.skills:

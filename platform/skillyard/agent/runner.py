@@ -297,9 +297,7 @@ class Agent:
         return result
 
     async def _save(self, ctx: NodeContext) -> None:
-        await self.store.save_node(ctx.node)
-        await self.store.save_task(ctx.task)
-        await self.store.save_session(ctx.session)
+        await self.store.save_turn(ctx.node, ctx.task, ctx.session)
 
     # -- checkpoints -------------------------------------------------------------------------------------------
 

@@ -57,6 +57,21 @@ def storable(value: Any) -> Any:
     return value
 
 
+Row = tuple[str, dict[str, Any]]
+
+
+def _session_row(state: SessionState) -> Row:
+    return "session", {"id": state.id, "agent_code": state.agent_code, "state": to_json(state)}
+
+
+def _task_row(task: TaskState) -> Row:
+    return "task", {"id": task.id, "session_id": task.session_id, "status": task.status.value, "state": to_json(task)}
+
+
+def _node_row(node: NodeState) -> Row:
+    return "node", {"id": node.id, "task_id": node.task_id, "status": node.status.value, "state": to_json(node)}
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
 
@@ -67,10 +82,11 @@ class AgentStore:
     def __init__(self, database: Database) -> None:
         self.database = database
 
-    async def _write(self, statement: str, params: dict[str, Any]) -> None:
-        params["state"] = storable(params["state"])
+    async def _write(self, *writes: Row) -> None:
+        """Upsert rows in one transaction: a turn's node, task and session are saved together or not at all."""
         async with await self.database.session() as session:
-            await session.execute(_UPSERT[statement], params)
+            for statement, params in writes:
+                await session.execute(_UPSERT[statement], {**params, "state": storable(params["state"])})
             await session.commit()
 
     async def _state(self, table: str, key: str, value: str) -> list[Any]:
@@ -88,23 +104,25 @@ class AgentStore:
         return from_json(SessionState, rows[0]) if rows else None
 
     async def save_session(self, state: SessionState) -> None:
-        await self._write("session", {"id": state.id, "agent_code": state.agent_code, "state": to_json(state)})
+        await self._write(_session_row(state))
 
     async def load_task(self, task_id: str) -> TaskState | None:
         rows = await self._state("agent_tasks", "id", task_id)
         return from_json(TaskState, rows[0]) if rows else None
 
     async def save_task(self, task: TaskState) -> None:
-        params = {"id": task.id, "session_id": task.session_id, "status": task.status.value, "state": to_json(task)}
-        await self._write("task", params)
+        await self._write(_task_row(task))
 
     async def load_node(self, node_id: str) -> NodeState | None:
         rows = await self._state("agent_nodes", "id", node_id)
         return from_json(NodeState, rows[0]) if rows else None
 
     async def save_node(self, node: NodeState) -> None:
-        params = {"id": node.id, "task_id": node.task_id, "status": node.status.value, "state": to_json(node)}
-        await self._write("node", params)
+        await self._write(_node_row(node))
+
+    async def save_turn(self, node: NodeState, task: TaskState, session: SessionState) -> None:
+        """A turn's state in one transaction (a crash never leaves the node ahead of its session)."""
+        await self._write(_node_row(node), _task_row(task), _session_row(session))
 
     # -- evidence (the EvidenceStore protocol) --------------------------------------------------------------
 
@@ -113,16 +131,18 @@ class AgentStore:
 
     async def save_evidence(self, evidence: Evidence) -> None:
         await self._write(
-            "evidence",
-            {
-                "id": evidence.id,
-                "task_id": evidence.task_id,
-                "node_id": evidence.node_id,
-                "tool": evidence.tool,
-                "status": evidence.status.value,
-                "idempotency_key": evidence.idempotency_key,
-                "state": to_json(evidence),
-            },
+            (
+                "evidence",
+                {
+                    "id": evidence.id,
+                    "task_id": evidence.task_id,
+                    "node_id": evidence.node_id,
+                    "tool": evidence.tool,
+                    "status": evidence.status.value,
+                    "idempotency_key": evidence.idempotency_key,
+                    "state": to_json(evidence),
+                },
+            )
         )
 
     async def load_evidence(self, task_id: str) -> list[Evidence]:
@@ -157,6 +177,9 @@ class MemoryAgentStore:
 
     async def save_node(self, node: NodeState) -> None:
         self.nodes[node.id] = node
+
+    async def save_turn(self, node: NodeState, task: TaskState, session: SessionState) -> None:
+        self.nodes[node.id], self.tasks[task.id], self.sessions[session.id] = node, task, session
 
     async def new_evidence_id(self) -> str:
         return new_id("ev")

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..chain.evidence import make_entities, remember
 from ..chain.provenance import same
 from ..codes import ErrorCode
 from ..context import NodeContext
-from ..contract import UNSET, EntitySpec, OutputSpec, ShareScope, SourceType
+from ..contract import UNSET, OutputSpec, ShareScope, SourceType
 from ..expressions import HIDDEN_PLATFORM_FIELDS, PLATFORM_FIELDS
 from ..paths import get_path, has_value
 from ..state import Entity, Observation, OutputValue
@@ -237,31 +238,7 @@ def publish(ctx: NodeContext) -> tuple[list[str], list[Entity]]:
         elif spec.share is ShareScope.SESSION:
             ctx.session.values[key] = written.value
             shared.append(f"session.{key}")
-        if spec.entity is not None:
-            entities += entities_of(spec.entity, written.value, ctx.task.id)
-    for entity in entities:
-        ctx.session.entities = [e for e in ctx.session.entities if (e.type, e.id) != (entity.type, entity.id)]
-        ctx.session.entities.append(entity)
+        if spec.entity is not None:  # the same entity rules as an extract's (§6.3), without call arguments
+            entities += make_entities(spec.entity, written.value, None, ctx.task.id)
+    remember(ctx, entities)
     return shared, entities
-
-
-def _simple(value: Any) -> bool:
-    return isinstance(value, str | int | float | bool)
-
-
-def entities_of(spec: EntitySpec, value: Any, task_id: str | None) -> list[Entity]:
-    """Entities of an output value: an object by its ``id``/``name`` fields (every simple field but the id becomes
-    an attribute, as for extracts); each item of a list; a scalar named by ``scalar`` first (no ``scalar`` → no
-    entity). Items without an id are skipped."""
-    if isinstance(value, list):
-        return [e for item in value for e in entities_of(spec, item, task_id)]
-    if not isinstance(value, dict):
-        if spec.scalar is None or not _simple(value):
-            return []
-        value = {spec.scalar: value}
-    ident = value.get(spec.id)
-    if not has_value(ident) or not _simple(ident):
-        return []
-    name = value.get(spec.name)
-    attrs = {k: v for k, v in value.items() if k != spec.id and (v is None or _simple(v))}
-    return [Entity(spec.type, str(ident), None if name is None else str(name), attrs, task_id)]
