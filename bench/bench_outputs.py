@@ -32,7 +32,7 @@ from skillyard.outputs.materialize import CONCURRENCY, materialize_urls  # noqa:
 
 FILES = 8
 SIZE = 5 * 1024 * 1024
-ROUNDS = 15
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "15"))
 TARGET = 0.8
 BODIES = {f"/f{n}.bin": os.urandom(SIZE) for n in range(FILES)}
 DIGESTS = {hashlib.sha256(body).hexdigest() for body in BODIES.values()}
