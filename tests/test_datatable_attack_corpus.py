@@ -288,10 +288,9 @@ CASES: list[Case] = [
     refused("own-table-insert-select", X, "insert into 草稿 (内容) select 姓名 from 工资", "forbidden_table"),
     refused("own-table-view", X, "create view 工资2 as select * from 工资", "forbidden_table"),
     refused("own-table-index", X, "create index on 工资 (薪资)", "forbidden_table"),
-    confined("own-table-old-view-shows-no-row", Q, "select 姓名 from 工资视图", []),
-    confined(
-        "own-table-old-view-update-changes-nothing", X, "update 工资视图 set 薪资 = 0 where 姓名 is not null", [], 0
-    ),
+    # a view made over the table before the own grant is refused as the table is (pg_depend finds it)
+    refused("own-table-old-view", Q, "select 姓名 from 工资视图", "forbidden_table"),
+    refused("own-table-old-view-update", X, "update 工资视图 set 薪资 = 0 where 姓名 is not null", "forbidden_table"),
     # -- the skill's metadata tables (_dt_*) ---------------------------------------------------------------------------
     refused("dt-tables", Q, "select * from _dt_tables", "forbidden_table"),
     refused("dt-fields", Q, "select * from _dt_fields", "forbidden_table"),

@@ -262,6 +262,11 @@ class SkillYard:
 
         settings = AgentSettings.load(self.settings.home)
         loaded = await load_agent(self, Path(agent_dir), settings)
+        if not loaded.profile.active:  # §1.1: only ACTIVE agents load
+            raise AgentError(
+                f"agent {loaded.profile.agent_code!r} has status {loaded.profile.status!r} and does not load; set "
+                "status: ACTIVE in its AGENT.md to use it"
+            )
         if not loaded.skills:
             problems = "; ".join(str(e) for e in loaded.errors) or "it names no contract skill"
             raise AgentError(f"agent {loaded.profile.agent_code!r} has no usable skill: {problems}")

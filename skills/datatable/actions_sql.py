@@ -15,7 +15,7 @@ from .actions_delete import confirmation, write_backup
 from .sql_channel import run_sql
 from .sql_errors import SqlChannelError
 from .sql_guard import check_sql
-from .sql_refusal import SqlRefused
+from .sql_refusal import FORBIDDEN_TABLE, SqlRefused
 
 __all__ = ["DEFAULT_SQL_TIMEOUT", "sql_execute", "sql_query"]
 
@@ -56,11 +56,18 @@ async def _sql_setup(call: Call, mode: str) -> tuple[str, frozenset[str], Any]:
     try:
         checked = check_sql(sql, schema=call.schema, mode=mode, forbidden_tables=forbidden)
     except SqlRefused as exc:
+        if exc.code == FORBIDDEN_TABLE:  # a permission refusal (§7.2): no other statement on that table will do
+            raise SqlChannelError(exc.reason, error_type="config", code=exc.code, non_retriable=True) from None
         raise SqlChannelError(exc.reason, error_type="recoverable", code=exc.code) from None
     except (TypeError, ValueError) as exc:
         raise store_schema.StoreError(f"sql: {exc}", need_param="sql") from None
-    # Tables left on this channel are open to every row action of this actor: policies must show all rows.
-    await permissions_rls.set_actor(call.conn, None, all_rows=True)
+    # Tables left on this channel are open to every row action of this actor, so row-level security shows all
+    # rows — unless the actor is limited to own rows somewhere: then every own policy shows only the actor's rows
+    # (defence in depth behind the refusal of those tables and their views, §7.2).
+    if await permissions_access.own_scoped_tables(call.conn, call.schema, call.roles):
+        await permissions_rls.set_actor(call.conn, permissions_access.actor_emp_no(call.ctx), all_rows=False)
+    else:
+        await permissions_rls.set_actor(call.conn, None, all_rows=True)
     return sql, forbidden, checked
 
 

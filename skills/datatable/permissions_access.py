@@ -368,9 +368,30 @@ async def own_scoped_tables(conn: asyncpg.Connection, schema: str, roles: Sequen
     )
 
 
+#: The given relations of a schema and every view or materialized view built on them, directly or through other
+#: views (a view's rewrite rule depends on each relation its query reads).
+_WITH_DEPENDENT_VIEWS = """
+WITH RECURSIVE found(oid) AS (
+    SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = $1 AND c.relname = ANY($2::text[])
+    UNION
+    SELECT r.ev_class FROM found
+      JOIN pg_depend d ON d.refobjid = found.oid AND d.refclassid = 'pg_class'::regclass
+                      AND d.classid = 'pg_rewrite'::regclass
+      JOIN pg_rewrite r ON r.oid = d.objid
+     WHERE r.ev_class <> found.oid
+)
+SELECT c.relname FROM found JOIN pg_class c ON c.oid = found.oid
+  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1"""
+
+
 async def sql_forbidden_tables(conn: asyncpg.Connection, schema: str, roles: Sequence[str]) -> frozenset[str]:
     """:func:`own_scoped_tables` plus the tables on which the actor is refused any row action (the SQL channel can
-    do every one of them), plus the skill's own tables (``_dt_*``: metadata, :data:`GRANTS_TABLE`, confirm tokens)."""
+    do every one of them), every view built on those (a view reads its tables with its owner's rights, so a view
+    over a limited table would open it again), plus the skill's own tables (``_dt_*``: metadata,
+    :data:`GRANTS_TABLE`, confirm tokens)."""
     decisions = await _table_decisions(conn, schema, roles)
     limited = {title for title, by_action in decisions.items() if any(d != _ALL for d in by_action.values())}
+    if limited:
+        limited.update(row["relname"] for row in await conn.fetch(_WITH_DEPENDENT_VIEWS, schema, sorted(limited)))
     return frozenset({*limited, *META_TABLES, GRANTS_TABLE, TOKENS_TABLE})

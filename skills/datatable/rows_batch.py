@@ -54,9 +54,11 @@ def unnest_source(
     rows: Sequence[Mapping[str, Any]],
     start: int = 1,
     flagged: Collection[str] = (),
+    numbered: bool = False,
 ) -> tuple[str, list[Any], list[str], dict[str, str]]:
     """(``unnest($1::t[], …) AS s(c0, …)`` SQL, per-column arrays, the source expressions ``s.c0``…, and for each
-    column in ``flagged`` the expression of a boolean telling whether the row gave that column at all)."""
+    column in ``flagged`` the expression of a boolean telling whether the row gave that column at all).
+    ``numbered``: the source also has ``s.n``, the row's 1-based position in ``rows``."""
     params: list[Any] = []
     casts: list[str] = []
     exprs: list[str] = []
@@ -79,6 +81,8 @@ def unnest_source(
             casts.append(f"${start + len(casts)}::boolean[]")
             aliases.append(f"p{i}")
             flags[column] = f"s.p{i}"
+    if numbered:
+        return f"unnest({', '.join(casts)}) WITH ORDINALITY AS s({', '.join(aliases)}, n)", params, exprs, flags
     return f"unnest({', '.join(casts)}) AS s({', '.join(aliases)})", params, exprs, flags
 
 

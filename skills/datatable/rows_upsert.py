@@ -9,6 +9,8 @@ Decisions:
 * As in insert_batch (rows_write.py), the batch is one set-based statement in a savepoint, and only a row-level
   error (SQLSTATE class 22 or 23) makes it fall back to one savepoint per row.
 * ``verified_total`` counts the rows holding the batch's keys after the write, never the whole table.
+* Required fields are checked only where a record inserts (§7.5: on insert only): the MERGE inserts a record only
+  when every required field has a value; a record without one that matched no row is reported as failed.
 """
 
 from __future__ import annotations
@@ -69,6 +71,36 @@ def _key_match(keys: Sequence[str], exprs: Sequence[str]) -> str:
     return " AND ".join(f"t.{quote_ident(k)} = {e}" for k, e in zip(keys, exprs, strict=True))
 
 
+def _required(ctx: RowContext) -> list[str]:
+    return [name for name, field in ctx.fields.items() if field.required]
+
+
+def _missing_required(ctx: RowContext, values: Mapping[str, Any]) -> list[str]:
+    """The required fields a record leaves empty: it may update a row, but it must not insert one."""
+    return [name for name in _required(ctx) if values.get(name) is None]
+
+
+async def _unmatched(
+    conn: asyncpg.Connection,
+    ctx: RowContext,
+    keys: Sequence[str],
+    rows: Sequence[Mapping[str, Any]],
+    extra: Sequence[Condition],
+) -> set[int]:
+    """Positions (0-based) of ``rows`` whose key matches no row of the table (within the actor's scope)."""
+    source, params, exprs, _ = unnest_source(ctx, keys, rows, numbered=True)
+    on = _key_match(keys, exprs)
+    scope, scope_params = where_clause(ctx, extra, start=len(params) + 1, column_prefix="t.")
+    if scope:
+        on += " AND " + scope.removeprefix(" WHERE ")
+    found = await conn.fetch(
+        f"SELECT s.n FROM {source} WHERE NOT EXISTS (SELECT 1 FROM {ctx.table.qualified} AS t WHERE {on})",
+        *params,
+        *scope_params,
+    )
+    return {int(row["n"]) - 1 for row in found}
+
+
 def _has_merge_returning(conn: asyncpg.Connection) -> bool:
     return bool(conn.get_server_version().major >= 17)  # MERGE … RETURNING merge_action() is PostgreSQL 17+
 
@@ -99,9 +131,11 @@ async def _merge(
         if non_keys
         else "WHEN MATCHED THEN DO NOTHING"
     )
+    required = [f"{src[name]} IS NOT NULL" if name in src else "false" for name in _required(ctx)]
     sql = (
         f"MERGE INTO {ctx.table.qualified} AS t USING (SELECT * FROM {source}) AS s ON {on} {matched} "
-        f"WHEN NOT MATCHED THEN INSERT ({', '.join(map(quote_ident, columns))}) VALUES ({', '.join(exprs)})"
+        f"WHEN NOT MATCHED{' AND ' + ' AND '.join(required) if required else ''} "
+        f"THEN INSERT ({', '.join(map(quote_ident, columns))}) VALUES ({', '.join(exprs)})"
     )
     if _has_merge_returning(conn):
         result = await conn.fetch(sql + " RETURNING merge_action() AS action", *params)
@@ -128,8 +162,8 @@ async def upsert(
 ) -> dict[str, Any]:
     """Insert or update 1–100 rows matched on ``key_fields`` (no unique constraint needed): ``{inserted, updated,
     failed, errors, verified_total}`` (+ ``dropped``). Rows outside ``extra_conditions`` never match (a new row is
-    inserted instead); ``stamp`` is written on inserted and updated rows. Required fields are not checked (a row may
-    turn out to be an update). ``optimistic``: as in :func:`~.rows_write.insert_batch`."""
+    inserted instead); ``stamp`` is written on inserted and updated rows. Required fields are checked only for the
+    records that insert. ``optimistic``: as in :func:`~.rows_write.insert_batch`."""
     rows_in = batch_records(records, "records")
     errors = RowErrors()
     inserted = updated = 0
@@ -181,6 +215,12 @@ async def upsert(
                                 continue
                             inserted += added
                             updated += changed
+            incomplete = [(number, values) for number, values in batch if _missing_required(ctx, values)]
+            if incomplete:  # the MERGE inserted none of these: the ones that matched no row were not written
+                for position in sorted(await _unmatched(conn, ctx, keys, [v for _, v in incomplete], extra)):
+                    number, values = incomplete[position]
+                    names = ", ".join(_missing_required(ctx, values))
+                    errors.add(number, f"{names}: required; give a value (no row has this key, so it would insert)")
             verified = await _count_keys(conn, ctx, keys, [v for _, v in by_key.values()], extra)
         else:
             verified = 0

@@ -21,18 +21,22 @@ class SqlChannelError(ValueError):
 
     ``error_type``: "recoverable" (fix the statement and send it again), "transient" (try again later, or make
     the statement cheaper) or "config" (the platform's setup or the call's arguments are wrong). ``code`` is a short
-    machine code (the guard's code for refusals), ``sqlstate`` PostgreSQL's SQLSTATE when the server raised it.
+    machine code (the guard's code for refusals), ``sqlstate`` PostgreSQL's SQLSTATE when the server raised it;
+    ``non_retriable``: no other statement of this caller can do it (a permission refusal).
     """
 
-    def __init__(self, message: str, *, error_type: str, code: str, sqlstate: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, error_type: str, code: str, sqlstate: str | None = None, non_retriable: bool = False
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.error_type = error_type
         self.code = code
         self.sqlstate = sqlstate
+        self.non_retriable = non_retriable
 
     def __reduce__(self) -> Any:
-        return (_rebuild_error, (self.message, self.error_type, self.code, self.sqlstate))
+        return (_rebuild_error, (self.message, self.error_type, self.code, self.sqlstate, self.non_retriable))
 
     def __repr__(self) -> str:
         return (
@@ -41,8 +45,10 @@ class SqlChannelError(ValueError):
         )
 
 
-def _rebuild_error(message: str, error_type: str, code: str, sqlstate: str | None) -> SqlChannelError:
-    return SqlChannelError(message, error_type=error_type, code=code, sqlstate=sqlstate)
+def _rebuild_error(
+    message: str, error_type: str, code: str, sqlstate: str | None, non_retriable: bool = False
+) -> SqlChannelError:
+    return SqlChannelError(message, error_type=error_type, code=code, sqlstate=sqlstate, non_retriable=non_retriable)
 
 
 _RECOVERABLE: dict[str, tuple[str, str]] = {

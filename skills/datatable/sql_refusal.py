@@ -3,7 +3,10 @@ checks alike."""
 
 from __future__ import annotations
 
-__all__ = ["SqlRefused", "refuse"]
+__all__ = ["FORBIDDEN_TABLE", "SqlRefused", "refuse"]
+
+#: The code of a refusal by permission: a table (or a view over one) the caller may not use on this channel.
+FORBIDDEN_TABLE = "forbidden_table"
 
 
 class SqlRefused(ValueError):

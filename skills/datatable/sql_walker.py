@@ -25,7 +25,7 @@ from .sql_allowlists import (
     SQL_VALUE_FUNCTIONS,
     TABLESAMPLE_METHODS,
 )
-from .sql_refusal import refuse
+from .sql_refusal import FORBIDDEN_TABLE, refuse
 
 __all__ = ["TreeGuard", "string_names"]
 
@@ -109,13 +109,13 @@ class TreeGuard:
             raise refuse(
                 f"{relname!r} is the datatable skill's own metadata (names starting with {METADATA_PREFIX} are "
                 "reserved): use list_tables / list_columns",
-                "forbidden_table",
+                FORBIDDEN_TABLE,
             )
         if relname in self.forbidden:
             raise refuse(
-                f"table {relname!r} is limited to your own rows and cannot be used on the SQL channel: "
-                "use the query / aggregate actions",
-                "forbidden_table",
+                f"{relname!r} is limited for your role (to your own rows, or to some actions), or is a view over "
+                "such a table, and cannot be used on the SQL channel: use the query / aggregate actions",
+                FORBIDDEN_TABLE,
             )
 
     # -- statements inside the walk ------------------------------------------------------------------------------

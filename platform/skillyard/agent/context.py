@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from .contract import ToolContract
     from .loader import ContractSkill
 
+#: The progress label of a tool whose contract has none (§4: the MCP title comes next, and skills have none).
+TOOL_LABEL_FALLBACK = "正在处理"
 #: runtime_context identity key → §11 platform field. Ids stay strings (the spec's Long ids are opaque here).
 PLATFORM_FROM_CONTEXT: dict[str, str] = {
     "user_id": "userId",
@@ -96,6 +98,13 @@ class NodeContext:
     def tool_contract(self, name: str) -> ToolContract | None:
         """The contract of a business tool, or None (configured tools only, §1.3)."""
         return self.skill.contract.tools.get(name)
+
+    def tool_started(self, name: str) -> None:
+        """§4: a business tool starts: its progress event carries the contract's label, else (skills have no MCP
+        title) ``TOOL_LABEL_FALLBACK`` — never the bare tool name."""
+        contract = self.tool_contract(name)
+        label = (contract.label if contract else None) or TOOL_LABEL_FALLBACK
+        self.events.append({"type": "tool", "tool": name, "label": label})
 
     def is_business_tool(self, name: str) -> bool:
         return name in self.skill.tool_names

@@ -62,6 +62,8 @@ class _ContractWalk(ContractReader):
                 self.fail("§16.5", "tools", f"a tool key is empty ({name!r}); use the business tool's name")
                 continue
             path = json_path("tools", name)
+            if is_unset(node):  # §19: null or "" is not configured (the tool has no contract)
+                continue
             if not isinstance(node, Mapping):
                 self.fail("§19", path, f"a tool contract must be an object, not {type_name(node)}")
                 continue
@@ -91,6 +93,8 @@ class _ContractWalk(ContractReader):
             where = json_path(args_path, str(arg_path))
             if not str(arg_path).strip():
                 self.fail("§5.1", args_path, "an argument path is empty; use the parameter's name, e.g. 'title'")
+            elif is_unset(node):  # §19: not configured, as if the argument were not listed
+                continue
             elif not isinstance(node, Mapping):
                 self.fail("§19", where, f"an argument contract must be an object, not {type_name(node)}")
             else:
@@ -129,6 +133,8 @@ class _ContractWalk(ContractReader):
         base = json_path(path, "extracts")
         for i, node in enumerate(self.array(raw, "extracts", path)):
             where = f"{base}[{i}]"
+            if is_unset(node):
+                continue
             if not isinstance(node, Mapping):
                 self.fail("§19", where, f"an extract must be an object, not {type_name(node)}")
                 continue
@@ -215,6 +221,8 @@ class _ContractWalk(ContractReader):
         out = {}
         for name, node in raw.items():
             path = json_path("inputs", str(name))
+            if is_unset(node):
+                continue
             if not isinstance(node, Mapping):
                 self.fail("§19", path, f"an input must be an object, not {type_name(node)}")
                 continue
@@ -232,6 +240,8 @@ class _ContractWalk(ContractReader):
             path = json_path("outputs", str(key))
             if not str(key).strip():
                 self.fail("§8", "outputs", "an output key is empty; name the output, e.g. 'articleId'")
+                continue
+            if is_unset(node):
                 continue
             if not isinstance(node, Mapping):
                 self.fail("§19", path, f"an output must be an object, not {type_name(node)}")

@@ -21,6 +21,7 @@ from ..errors import SkillyardError
 from ..yard import SkillYard
 from .builtins import BUILTIN_NAMES, call_builtin, offered_builtins
 from .chain import call_tool, preview_binding, verify_write
+from .codes import ErrorCode
 from .context import NodeContext
 from .evaluate import resolve
 from .expressions import ExpressionError
@@ -47,6 +48,23 @@ from .turn import TurnResult
 STEP_BUDGET = 24
 #: Recent user messages kept for USER provenance (§5.3).
 USER_MESSAGES_KEPT = 20
+
+
+def _not_run(tool: str, arguments: Any, call_id: str | None, status: NodeStatus) -> Observation:
+    """A later tool call of a reply whose earlier call suspended or ended the node: nothing is offered any more."""
+    if status is NodeStatus.SUSPENDED:
+        step = "wait for the user's answer; call the tool again after the node resumes if it is still needed"
+    else:
+        step = "the node has ended; do not call tools again — reply with the results you already have"
+    return Observation(
+        tool,
+        arguments,
+        False,
+        f"not run: an earlier call of the same reply left the node {status.value}",
+        code=str(ErrorCode.CATALOG_DENIED),
+        next_step=step,
+        call_id=call_id,
+    )
 
 
 class AgentError(SkillyardError):
@@ -200,20 +218,26 @@ class Agent:
     # -- a turn ------------------------------------------------------------------------------------------------
 
     async def _turn(
-        self, ctx: NodeContext, observations: list[Observation] | None = None, *, settle: bool = False
+        self,
+        ctx: NodeContext,
+        observations: list[Observation] | None = None,
+        *,
+        settle: bool = False,
+        not_yet: str | None = None,
     ) -> TurnResult:
-        """Run the node until it stops; ``settle``: the node was reopened, so uncertain writes come first (§14.3)."""
+        """Run the node until it stops; ``settle``: the node was reopened, so uncertain writes come first (§14.3),
+        except the evidence ``not_yet`` (a write that has just run: it is checked when the node next reopens)."""
         result = TurnResult(ctx.session.id, ctx.node.status.value, observations=list(observations or []))
         if settle:
-            await self._settle_open_writes(ctx, result)
+            await self._settle_open_writes(ctx, result, not_yet)
         if ctx.node.status == NodeStatus.RUNNING:
             await self._loop(ctx, result)
         return await self._finish_turn(ctx, result)
 
-    async def _settle_open_writes(self, ctx: NodeContext, result: TurnResult) -> None:
+    async def _settle_open_writes(self, ctx: NodeContext, result: TurnResult, not_yet: str | None = None) -> None:
         """§14.3: an uncertain write is verified (verify tool) or asked about (VERIFY) before anything else."""
         for record in ctx.node_evidence():
-            if record.status not in (EvidenceStatus.UNKNOWN, EvidenceStatus.UNKNOWN_PRE_CALL):
+            if record.status not in (EvidenceStatus.UNKNOWN, EvidenceStatus.UNKNOWN_PRE_CALL) or record.id == not_yet:
                 continue
             contract = ctx.tool_contract(record.tool)
             if contract is not None and contract.verify is not None:
@@ -249,13 +273,7 @@ class Agent:
                 return  # text without a tool call ends the turn; the node stays open
             for call in reply.tool_calls:
                 if ctx.node.status != NodeStatus.RUNNING:
-                    observation = Observation(
-                        call.name,
-                        call.arguments,
-                        False,
-                        f"not run: the node is {ctx.node.status.value}",
-                        call_id=call.id,
-                    )
+                    observation = _not_run(call.name, call.arguments, call.id, ctx.node.status)
                 elif call.name in BUILTIN_NAMES:
                     observation = await call_builtin(ctx, call.name, call.arguments, call_id=call.id)
                 else:
@@ -313,9 +331,9 @@ class Agent:
             return await self._finish_turn(ctx, TurnResult(ctx.session.id, NodeStatus.SUSPENDED.value))
         ctx.node.answered = []
         observations: list[Observation] = []
-        # §14.3: the reopened node settles its uncertain writes first — except right after a confirmed write ran
+        # §14.3: the reopened node settles its uncertain writes first — all but a confirmed write that has just run
         # (a write that has just become uncertain is checked when the node next reopens, not at once)
-        settle = True
+        just_ran: str | None = None
         if checkpoint.type == CheckpointType.FOLLOW_UP:
             answer = text if text is not None else ("确认" if action == ResumeAction.CONFIRM else "")
             if not answer.strip():
@@ -339,8 +357,8 @@ class Agent:
                 assert checkpoint.tool is not None and checkpoint.args is not None
                 self._reopen_node(ctx)
                 ctx.node.gated = None
-                settle = False
                 observation = await call_tool(ctx, checkpoint.tool, checkpoint.args, approved=True)
+                just_ran = observation.evidence_id
                 observations.append(observation)
                 ctx.node.messages.append({"role": "user", "content": _note("confirmed", observation)})
         else:  # VERIFY: CONFIRM = it took effect, REJECT = it did not; the node continues either way
@@ -355,7 +373,7 @@ class Agent:
             ctx.node.messages.append(
                 {"role": "user", "content": f"用户确认：写操作 {checkpoint.tool} {verdict}。" + (text or "")}
             )
-        return await self._turn(ctx, observations or None, settle=settle)
+        return await self._turn(ctx, observations or None, settle=True, not_yet=just_ran)
 
     def _reopen_node(self, ctx: NodeContext) -> None:
         ctx.node.checkpoint = None

@@ -54,6 +54,7 @@ def dispatch_background(yard: SkillYard, run: Run, configs: dict[str, Any]) -> d
     from .pipeline import finish_run
 
     ctx = run.context
+    run.background = True  # no default wall clock (§8)
     ctx.update(request=None, channel_registry=None, abort_signal=None)  # §8: nothing of the live request
     ctx["skill_configs"] = {**configs, run.skill.name: dict(configs)}  # pre-fetched before dispatch
     ctx["skill_args"] = dict(configs)

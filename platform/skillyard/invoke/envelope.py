@@ -74,6 +74,12 @@ def normalize(raw: Any, skill: str) -> dict[str, Any]:
     return env
 
 
+def exception_family(cls: type[BaseException]) -> str:
+    """The name of the nearest built-in exception class ``cls`` derives from (``URLError`` → ``OSError``, a skill's
+    ``class DiskFull(OSError)`` → ``OSError``), so callers can classify exceptions they cannot import."""
+    return next(c.__name__ for c in cls.__mro__ if c.__module__ == "builtins")
+
+
 def from_exception(exc: BaseException, skill: str) -> dict[str, Any]:
     """An exception raised inside a skill, as a failure envelope (the traceback goes to the log only)."""
     message = str(exc).strip() or exc.__class__.__name__
@@ -81,6 +87,7 @@ def from_exception(exc: BaseException, skill: str) -> dict[str, Any]:
         skill,
         f"skill {skill!r} raised {exc.__class__.__name__}: {message}",
         exception_type=exc.__class__.__name__,
+        exception_family=exception_family(exc.__class__),
         error_type="transient" if isinstance(exc, OSError) else "recoverable",
     )
 

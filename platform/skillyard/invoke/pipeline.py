@@ -17,13 +17,14 @@ from ..catalog.requires import check_requirements
 from ..catalog.schema import looks_secret
 from ..catalog.skill import SUBPROCESS_TYPES, Skill
 from ..errors import InvalidInput, UnknownExecType, UnknownSkill
+from ..outputs.artifacts import file_clock_ns
 from ..plugins import await_me_maybe
 from . import envelope as env_mod
 from .background import dispatch_background, runs_in_background
 from .budget import Turn
 from .calls import make_call_skill
 from .context import base_context, credential_value, effective_configs, inject_configs
-from .inputs import prepare_input
+from .inputs import SUBCOMMAND, prepare_input
 from .paths import PATH_FIELDS, InputPathError, apply_raw_prompt, normalize_paths, substitute_refs
 
 if TYPE_CHECKING:
@@ -45,7 +46,8 @@ class Run:
     turn: Turn | None
     depth: int
     started: float = field(default_factory=time.time)
-    started_ns: int = field(default_factory=time.time_ns)
+    started_ns: int = field(default_factory=file_clock_ns)
+    background: bool = False  # an async skill's background run (§8): no default wall clock
 
     @property
     def session_id(self) -> str:
@@ -143,9 +145,13 @@ def _crashed(skill: Skill, exc: Exception, secrets: list[str]) -> dict[str, Any]
     return env_mod.from_exception(exc, skill.name)
 
 
-def _wall_clock(yard: SkillYard, skill: Skill) -> float:
+def _wall_clock(yard: SkillYard, skill: Skill, background: bool = False) -> float | None:
+    """The run's time limit in seconds; None: none. Only runs of skills that do not declare ``async`` have the
+    default wall clock (§8); a background run keeps the skill's own ``exec.timeout`` if it sets one."""
     if skill.exec.timeout:
         return skill.exec.timeout
+    if background:
+        return None
     if skill.exec.type in SUBPROCESS_TYPES or skill.exec.python_cli:
         return yard.settings.subprocess_timeout
     return yard.settings.wall_clock
@@ -207,7 +213,9 @@ async def execute(
             props = skill.schema.full.get("properties") or {}
             input = {**{k: v for k, v in configs.items() if k in props}, **input}
         elif skill.force_raw_prompt and given.get("raw_input"):  # §3.4, never for delegated calls
-            input = apply_raw_prompt(dict(input), skill.schema.exposed, str(given["raw_input"]))
+            chosen = sub or input.get(SUBCOMMAND)  # a subcommand has its own schema
+            schema = skill.schema.subcommands.get(chosen) if isinstance(chosen, str) else None
+            input = apply_raw_prompt(dict(input), schema or skill.schema.exposed, str(given["raw_input"]))
         data, envelope = prepare_input(skill, sub, input, configs)
     if envelope is None:
         ctx = await _context(yard, skill, given, configs, depth, turn)
@@ -259,7 +267,7 @@ async def _execute(yard: SkillYard, run: Run) -> dict[str, Any]:
     if in_process and skill.code.uses_db and skill.code.entry_is_async:
         session = await yard.database.session()
         ctx["db"] = session
-    seconds = _wall_clock(yard, skill)
+    seconds = _wall_clock(yard, skill, run.background)
     secrets = _secret_values(skill, ctx)
     deadline = asyncio.timeout(seconds)
     try:
@@ -268,6 +276,7 @@ async def _execute(yard: SkillYard, run: Run) -> dict[str, Any]:
         envelope = env_mod.normalize(raw, skill.name)
     except TimeoutError as exc:
         if deadline.expired():
+            assert seconds is not None  # only a deadline that was set can expire
             log.warning("skill %r stopped by its wall clock (%g s)", skill.name, seconds)
             envelope = env_mod.timed_out(skill.name, seconds)
         else:  # a TimeoutError the skill raised itself

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..storage.attachments import NewAttachment, describe_file
 from .media import media_type
+from .safe_write import resolve_in_workspace
 
 if TYPE_CHECKING:
     from ..invoke.pipeline import Run
@@ -19,16 +22,44 @@ ARRAYS = {"images": "image", "videos": "video", "audios": "audio", "files": "fil
 MEDIA_ARRAY = {media: array for array, media in ARRAYS.items()}
 #: Never collected as a fallback artifact (unless the user asked for a script this turn).
 NOT_ARTIFACTS = frozenset({".py", ".js", ".sh", ".log", ".tmp", ".srt", ".pyc"})
-_ASKED_FOR_CODE = re.compile(r"script|脚本|代码|源码|\bcode\b|python|javascript|bash|shell|\.(py|js|sh)\b", re.I)
+_ASKED_FOR_CODE = re.compile(
+    r"(?<![a-z])(?:scripts?|code|python|javascript|bash|shell)(?![a-z])|脚本|代码|源码|\.(?:py|js|sh)(?![a-z0-9])", re.I
+)  # whole English words ("description" or "transcript" asks for no script), also right next to Chinese text
+#: CLOCK_REALTIME_COARSE (5 in linux/time.h; the time module does not name it on Python 3.11).
+_COARSE_CLOCK = getattr(time, "CLOCK_REALTIME_COARSE", 5 if sys.platform.startswith("linux") else None)
 
 
-def _existing_file(value: Any, workspace: Path) -> Path | None:
+def file_clock_ns() -> int:
+    """Now, on the clock file modification times are stamped with.
+
+    Linux stamps mtimes from the coarse realtime clock, which lags ``time.time_ns()`` by up to one tick (a few
+    ms): a file written just after a fine-grained start time can look older than the start. Read from the coarse
+    clock, the start is never later than the mtime of anything written after it; a file written earlier in the same
+    tick counts as written during the run (a window of one tick).
+    """
+    if _COARSE_CLOCK is not None:
+        return time.clock_gettime_ns(_COARSE_CLOCK)
+    return time.time_ns()
+
+
+def _existing_file(value: Any, workspace: Path, workspaces_root: Path) -> Path | None:
+    """The resolved file a declared ``local_path``/``filename`` names, or None.
+
+    A relative value is read inside the workspace and must stay there (no ``..`` or symlink out of it); an absolute
+    value may be anywhere except another session's workspace.
+    """
     if not isinstance(value, str) or not value or "\x00" in value:
         return None
-    path = Path(value) if os.path.isabs(value) else workspace / value
     try:
+        if os.path.isabs(value):
+            path = Path(value).resolve()
+            root, own = workspaces_root.resolve(), workspace.resolve()
+            if path.is_relative_to(root) and not path.is_relative_to(own):
+                return None
+        else:
+            path = resolve_in_workspace(workspace, value)
         return path if path.is_file() else None
-    except OSError:
+    except (OSError, ValueError):  # UnsafePath is a ValueError
         return None
 
 
@@ -62,11 +93,12 @@ async def register_artifacts(envelope: dict[str, Any], run: Run) -> dict[str, An
     if not declared:
         return envelope
     workspace = Path(run.context["workspace_dir"])
+    root = run.yard.settings.workspaces_root
     pending: list[tuple[dict[str, Any], NewAttachment]] = []
     for item, default_media in declared:
-        path = _existing_file(item.get("local_path"), workspace)
+        path = _existing_file(item.get("local_path"), workspace, root)
         if path is None and item is envelope:
-            path = _existing_file(item.get("filename"), workspace)
+            path = _existing_file(item.get("filename"), workspace, root)
         if path is None:
             continue
         stated = item.get("media")
@@ -74,12 +106,13 @@ async def register_artifacts(envelope: dict[str, Any], run: Run) -> dict[str, An
             stated if stated in MEDIA_ARRAY else (default_media if default_media != "file" else media_type(str(path)))
         )
         url = item.get("url") if isinstance(item.get("url"), str) else None
-        pending.append((item, _describe(path.resolve(), media, run.skill.name, url, item)))
+        pending.append((item, _describe(path, media, run.skill.name, url, item)))
     if pending:
         stored = await run.yard.attachments.register(run.session_id, [new for _, new in pending])
         for (item, _), attachment in zip(pending, stored, strict=True):
             item["ref"] = attachment.ref
-            item.setdefault("local_path", attachment.local_path)
+            if not os.path.isabs(str(item.get("local_path") or "")):  # a relative path becomes the real one
+                item["local_path"] = attachment.local_path
             item.setdefault("filename", attachment.filename)
             item.setdefault("media", attachment.type)
             run.record_artifact(attachment.as_context_item())
@@ -106,8 +139,10 @@ async def collect_artifacts(envelope: dict[str, Any], run: Run) -> dict[str, Any
                 found.append(Path(entry.path).resolve())
     except OSError:
         return envelope
-    declared = {
-        str(Path(str(i["local_path"])).resolve()) for i, _ in declared_artifacts(envelope) if i.get("local_path")
+    declared = {  # registration made every registered path absolute; others are read as the registration reads them
+        os.path.realpath(os.path.join(workspace, str(i["local_path"])))
+        for i, _ in declared_artifacts(envelope)
+        if i.get("local_path")
     }
     found = sorted(p for p in found if str(p) not in declared)
     if not found:

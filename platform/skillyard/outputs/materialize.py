@@ -32,6 +32,8 @@ MAX_REDIRECTS = 5
 CONCURRENCY = 4
 USER_AGENT = "skillyard (result materialization)"
 _URL_FIELDS = frozenset(EXPLICIT_FIELDS + AMBIGUOUS_FIELDS)
+#: The fields that name one file (a list field such as ``image_urls`` names others, even beside a top-level file).
+_SINGLE_URL_FIELDS = tuple(name for name in EXPLICIT_FIELDS + AMBIGUOUS_FIELDS if not name.endswith("urls"))
 _SKIP_TEXT_FIELDS = _URL_FIELDS | frozenset(ARRAY_FOR_MEDIA.values()) | {"local_path", "filename", "warnings"}
 # Links in free text: ASCII URL characters only, so a link runs up to adjacent CJK text or punctuation.
 _LINK = re.compile(r"https?://[A-Za-z0-9\-._~:/?#\[\]@!$&()*+,;=%]+", re.IGNORECASE)
@@ -69,7 +71,7 @@ async def materialize_urls(
     non-public addresses are refused, on every redirect too. A failed download leaves its URL in place and adds a
     line to ``envelope["warnings"]``; nothing raises. Running it again downloads nothing new.
     """
-    targets = _collect_targets(envelope, max_probed)
+    targets = _collect_targets(envelope, max_probed, workspace)
     if not targets:
         return envelope
     limit = asyncio.Semaphore(CONCURRENCY)
@@ -96,12 +98,16 @@ async def materialize_urls(
 # --- finding the URLs ------------------------------------------------------------------------------------------
 
 
-def _collect_targets(envelope: dict[str, Any], max_probed: int) -> list[_Target]:
+def _collect_targets(envelope: dict[str, Any], max_probed: int, workspace: Path) -> list[_Target]:
     """Every URL to try, in envelope order: artifact items first, then top-level fields, then links in text."""
     done: set[str] = set()
+    if _has_local_file(
+        envelope, workspace
+    ):  # a single artifact returned at the top level, already on disk: its own links
+        done.update(url for name in _SINGLE_URL_FIELDS for url in _field_urls(envelope.get(name), explicit=True))
     pending: list[dict[str, Any]] = []
     for item in _artifact_items(envelope):
-        if _has_local_file(item):
+        if _has_local_file(item, workspace):
             done.update(url for url, _ in _item_urls(item))
         else:
             pending.append(item)
@@ -148,10 +154,11 @@ def _artifact_items(envelope: dict[str, Any]) -> Iterable[dict[str, Any]]:
             yield from (item for item in array if isinstance(item, dict))
 
 
-def _has_local_file(item: dict[str, Any]) -> bool:
+def _has_local_file(item: dict[str, Any], workspace: Path) -> bool:
+    """The item names a file that exists (a relative ``local_path`` is read in the workspace)."""
     local = item.get("local_path")
     try:
-        return isinstance(local, str) and bool(local) and Path(local).exists()
+        return isinstance(local, str) and bool(local) and (workspace / local).exists()
     except (OSError, ValueError):
         return False
 

@@ -28,6 +28,7 @@ KEPT = (
     "files",
     "audios",
     "display_md",
+    "display_only",  # without it an offloaded exclusive block would be merged as a plain one (§6.2)
 )
 OFFLOAD_DIR = "offload"
 SAMPLE_LIMIT = 2_000

@@ -15,8 +15,6 @@ from ..state import Evidence, EvidenceStatus, Observation
 from . import arg_binding, arg_policy, evidence, fingerprint, invoke, param_contract, response, write_gate
 from .base import ChainCall
 
-DEFAULT_LABEL = "正在处理"
-
 
 def _denied(call: ChainCall) -> Observation:
     tools = ", ".join(call.ctx.skill.tool_names) or "none"
@@ -118,8 +116,7 @@ async def call_tool(
     )
     if write:
         await ctx.record(record)  # §14: registered before the call, so a crash leaves a trace
-    # §4 label: the contract's label, else (skills have no MCP title) "正在处理" — never the bare tool name
-    ctx.events.append({"type": "tool", "tool": name, "label": (contract.label if contract else None) or DEFAULT_LABEL})
+    ctx.tool_started(name)
     observation = _settle(call, record, await invoke.run(call))
     await ctx.record(record)
     fingerprint.count(call, record)

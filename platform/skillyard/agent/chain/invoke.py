@@ -4,8 +4,10 @@ The business skill runs through ``yard.run`` with the caller's identity, the ses
 idempotency key in its runtime_context. The envelope says what went wrong (invoke/envelope.py, pipeline.py):
 
 * ``timed_out`` (the wall clock, or an HTTP timeout) → ``TOOL_TIMEOUT``;
-* ``exception_type`` ``ConnectionRefusedError`` (in-process, or an HTTP skill's refused connection) →
-  ``TOOL_UNREACHABLE``; any other ``OSError`` subclass → ``TOOL_IO_ERROR``; any other exception → ``TOOL_ERROR``;
+* ``exception_type`` ``ConnectionRefusedError`` or a subclass (in-process, or an HTTP skill's refused connection)
+  → ``TOOL_UNREACHABLE``; any other ``OSError`` subclass → ``TOOL_IO_ERROR``; any other exception →
+  ``TOOL_ERROR``. Classes the runtime cannot import (``URLError``, a skill's own ``OSError`` subclass) are judged
+  by ``exception_family``, the nearest built-in class the envelope names;
 * the platform's input-validation failure (``need_param`` + ``error_type: recoverable``, no exception) → a
   params error (``MCP_INVALID_PARAMS``);
 * any other failure envelope (``success``/``ok`` false) is a business failure, judged by the response contract.
@@ -20,7 +22,7 @@ import ssl
 from enum import Enum
 from typing import Any
 
-from ...invoke.envelope import is_failure
+from ...invoke.envelope import exception_family, is_failure
 from ..codes import ErrorCode
 from ..state import EvidenceStatus
 from .base import ChainCall
@@ -74,9 +76,10 @@ def failure_kind(envelope: dict[str, Any]) -> Failure | None:
         return Failure.TIMEOUT
     kind = envelope.get("exception_type")
     if isinstance(kind, str) and kind:
-        if kind == "ConnectionRefusedError":
+        family = envelope.get("exception_family")  # the nearest built-in class: subclasses classify as it does
+        cls = _exception_class(family if isinstance(family, str) and family else kind)
+        if cls is not None and issubclass(cls, ConnectionRefusedError):
             return Failure.UNREACHABLE
-        cls = _exception_class(kind)
         if cls is not None and issubclass(cls, OSError):
             return Failure.IO
         return Failure.ERROR
@@ -113,5 +116,6 @@ async def run(call: ChainCall) -> dict[str, Any]:
             "success": False,
             "error": f"calling {call.tool!r} failed: {message}",
             "exception_type": exc.__class__.__name__,
+            "exception_family": exception_family(exc.__class__),
         }
     return envelope

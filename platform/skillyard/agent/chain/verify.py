@@ -66,6 +66,7 @@ async def verify_write(ctx: NodeContext, record: Evidence) -> Observation:
         write=False,
         status=EvidenceStatus.STARTED,
     )
+    ctx.tool_started(tool)
     envelope = await invoke.run(call)
     check.response = envelope
     failure = invoke.classify(envelope)
