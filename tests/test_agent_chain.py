@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import textwrap
@@ -738,3 +739,20 @@ def test_summary_labels_masks_and_hides_platform_args():
     args = {"title": "T", "owner": "u-7", "secret": "s3", "extra": {"n": 1}, "lines": [{"a": 1}]}
     summary = build_summary(tool, args, {"owner": "PLATFORM"})
     assert summary.splitlines() == ["标题：T", "口令：***", "extra.n：1", "lines.0.a：1"]
+
+
+def test_idempotency_key_follows_the_spec_formula():
+    """§14.2: SHA-256 of the key paths' values concatenated in lexicographic path order, missing ones skipped; a
+    non-text value as canonical JSON; nothing listed (or all missing): tool name + a digest of all arguments."""
+    from skillyard.agent.contract import ToolContract
+
+    contract = ToolContract(name="createArticle", idempotency_key=("title", "spaceId", "meta.tag"))
+    args = {"title": "周报", "spaceId": 7, "meta": {"tag": None}, "body": "…"}
+    expected = hashlib.sha256("7周报".encode()).hexdigest()  # spaceId < title; meta.tag has no value
+    assert idempotency_key("createArticle", contract, args) == expected
+    flags = {"title": "周报", "spaceId": {"b": True, "a": 1}}
+    assert (
+        idempotency_key("createArticle", contract, flags) == hashlib.sha256('{"a":1,"b":true}周报'.encode()).hexdigest()
+    )
+    fallback = idempotency_key("createArticle", contract, {"body": "x"})
+    assert fallback == "createArticle:" + hashlib.sha256(b'{"body":"x"}').hexdigest()

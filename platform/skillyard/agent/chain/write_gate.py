@@ -21,17 +21,19 @@ from .summary import build_summary
 def idempotency_key(
     tool: str, contract: ToolContract | None, args: dict[str, Any], canonical_args: str | None = None
 ) -> str:
-    """§14.2: SHA-256 of the listed paths' values (paths in lexicographic order, missing ones skipped); without
-    a configured key, or when every listed path is missing: the tool name + a digest of all arguments
-    (``canonical_args``: ``canonical(args)``, when the caller already has it)."""
+    """§14.2: SHA-256 of the listed paths' values concatenated, paths in lexicographic order, missing ones skipped
+    (a text as it is, any other value as canonical JSON: ``12``, ``true``, ``{"a":1}``), so another system
+    following the spec derives the same key. Without a configured key, or when every listed path is missing: the
+    tool name + a digest of all arguments (``canonical_args``: ``canonical(args)``, when the caller already has
+    it)."""
     paths = sorted(contract.idempotency_key) if contract is not None else []
     parts = []
     for path in paths:
         found, value = get_path(args, path)
         if found and has_value(value):
-            parts.append(f"{path}={canonical(value)}")
+            parts.append(value if isinstance(value, str) else canonical(value))
     if parts:
-        return digest("\n".join(parts))
+        return digest("".join(parts))
     return f"{tool}:{digest(canonical(args) if canonical_args is None else canonical_args)}"
 
 
