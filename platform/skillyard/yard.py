@@ -196,13 +196,13 @@ class SkillYard:
 
     # sessions --------------------------------------------------------------------------------------------
     async def attachments_for(self, session_id: str, turn: Turn | None = None) -> list[dict[str, Any]]:
-        """A session's attachments as ``runtime_context`` items (§4.7), read once per turn."""
-        if turn is not None and turn.attachments is not None and turn.session_id == session_id:
-            return turn.attachments
-        items = [a.as_context_item() for a in await self.attachments.for_session(session_id)]
-        if turn is not None and turn.session_id == session_id:
-            turn.attachments = items
-        return items
+        """A session's attachments as ``runtime_context`` items (§4.7), read once per turn; each run gets its own
+        copy, so a skill that changes its list changes nothing for the turn's later runs."""
+        if turn is None or turn.session_id != session_id:
+            return [a.as_context_item() for a in await self.attachments.for_session(session_id)]
+        if turn.attachments is None:
+            turn.attachments = [a.as_context_item() for a in await self.attachments.for_session(session_id)]
+        return [dict(item) for item in turn.attachments]
 
     async def attach(self, session_id: str, paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
         """Register files as attachments of a session (uploads); returns their descriptions with ``ref``."""

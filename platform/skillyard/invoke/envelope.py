@@ -120,3 +120,13 @@ def redact(envelope: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
             if isinstance(envelope.get(field), str):
                 envelope[field] = scrub(envelope[field], secrets)
     return envelope
+
+
+def add_warning(envelope: dict[str, Any], message: str) -> None:
+    """Add a line to ``envelope["warnings"]`` (a list; an earlier single warning is kept), once."""
+    warnings = envelope.get("warnings")
+    if isinstance(warnings, list):
+        if message not in warnings:  # a second run that fails the same way says it once
+            warnings.append(message)
+    else:
+        envelope["warnings"] = [message] if warnings in (None, "") else [warnings, message]

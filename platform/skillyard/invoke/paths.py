@@ -212,10 +212,11 @@ def _dedup(items: list[Any]) -> list[Any]:
 def substitute_refs(input: dict[str, Any], refs: Mapping[str, str]) -> dict[str, Any]:
     """refs maps attachment reference ids (img_1, file_2, …) to absolute local paths.
 
-    Returns a new input dict (§3.3). At the top level: a value or list item exactly equal to a ref id becomes
-    its path; in string CODE_FIELDS values each whole-token ref id becomes its shell-quoted POSIX path. Lists
-    in PATH_FIELDS, and lists made only of ref ids, are then de-duplicated in order; other lists (argv lists,
-    numbers) keep their repeats. Unknown ids and refs keys that are not ref ids are left alone.
+    Returns a new input dict (§3.3). At any depth (values of nested objects and array items too): a value or list
+    item exactly equal to a ref id becomes its path; in string values of CODE_FIELDS (or items of a list under one)
+    each whole-token ref id becomes its shell-quoted POSIX path. Lists under PATH_FIELDS, and lists made only of
+    ref ids, are then de-duplicated in order; other lists (argv lists, numbers) keep their repeats. Unknown ids and
+    refs keys that are not ref ids are left alone. The field a value sits under is its nearest key.
     """
     paths = {ref: path for ref, path in refs.items() if REF_ID.match(ref)}
     if not paths:
@@ -225,18 +226,20 @@ def substitute_refs(input: dict[str, Any], refs: Mapping[str, str]) -> dict[str,
         path = paths.get(match.group())
         return match.group() if path is None else _shell_word(path, match.string, match.start(), match.end())
 
-    result = dict(input)
-    for field, value in input.items():
+    def walk(field: str, value: Any) -> Any:
         if isinstance(value, str):
             if value in paths:
-                result[field] = paths[value]
-            elif field in CODE_FIELDS:
-                result[field] = _REF_TOKEN.sub(token, value)
-        elif isinstance(value, list):
-            replaced = [paths.get(item, item) if isinstance(item, str) else item for item in value]
+                return paths[value]
+            return _REF_TOKEN.sub(token, value) if field in CODE_FIELDS else value
+        if isinstance(value, list):
+            replaced = [walk(field, item) for item in value]
             all_refs = bool(value) and all(isinstance(item, str) and item in paths for item in value)
-            result[field] = _dedup(replaced) if field in PATH_FIELDS or all_refs else replaced
-    return result
+            return _dedup(replaced) if field in PATH_FIELDS or all_refs else replaced
+        if isinstance(value, dict):
+            return {key: walk(str(key), item) for key, item in value.items()}
+        return value
+
+    return {field: walk(field, value) for field, value in input.items()}
 
 
 def apply_raw_prompt(input: dict[str, Any], schema: Mapping[str, Any], raw_input: str) -> dict[str, Any]:

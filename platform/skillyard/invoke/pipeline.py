@@ -55,11 +55,15 @@ class Run:
         return str(self.context.get("session_id") or "default")
 
     def record_artifact(self, item: dict[str, Any]) -> None:
-        """A file the run produced: listed on the turn, and visible to its later runs as an attachment."""
-        if self.turn is not None:
-            self.turn.artifacts.append(item)
-            if self.turn.attachments is not None and all(a["ref"] != item["ref"] for a in self.turn.attachments):
-                self.turn.attachments.append(item)
+        """A file the run produced: listed on the turn (once), and visible to its later runs as an attachment —
+        only when the run works in the turn's session (a ref names a file of one session)."""
+        turn = self.turn
+        if turn is None or self.session_id != (turn.session_id or "default"):
+            return
+        if all(a.get("ref") != item["ref"] for a in turn.artifacts):
+            turn.artifacts.append(item)
+        if turn.attachments is not None and all(a["ref"] != item["ref"] for a in turn.attachments):
+            turn.attachments.append(item)
 
 
 def check_session_id(session_id: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import email.message
+import email.utils
 import mimetypes
 import re
 from collections.abc import AsyncIterator, Iterable
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
+from ..invoke.envelope import add_warning
 from .address_guard import GuardedTransport, RefusedDestination
 from .media import media_type
 from .safe_write import TooLarge, describe_size, safe_stream
@@ -91,7 +93,7 @@ async def materialize_urls(
         if isinstance(outcome, dict):
             _record(envelope, target, outcome)
         elif isinstance(outcome, str):
-            _warn(envelope, f"could not download {_display_url(target.url)}: {outcome}")
+            add_warning(envelope, f"could not download {_display_url(target.url)}: {outcome}")
     return envelope
 
 
@@ -314,8 +316,11 @@ def _filename(disposition: str | None, urls: list[httpx.URL], mime: str) -> str:
     if disposition:
         message = email.message.Message()
         message["content-disposition"] = disposition
-        try:
-            name = _safe_basename(message.get_filename() or "")
+        try:  # RFC 6266 §4.3: filename* (RFC 5987, any charset) wins over the plain ASCII fallback filename
+            params = message.get_params(header="content-disposition") or []
+            encoded = [value for key, value in params if key == "filename" and isinstance(value, tuple)]
+            raw = email.utils.collapse_rfc2231_value(encoded[0]) if encoded else message.get_filename()
+            name = _safe_basename(raw or "")
         except (TypeError, ValueError, LookupError):
             name = ""
     if not name:
@@ -355,16 +360,7 @@ def _record(envelope: dict[str, Any], target: _Target, artifact: dict[str, Any])
         array.append(artifact)
     else:
         shown = _display_url(target.url)
-        _warn(envelope, f"downloaded {shown} to {artifact['local_path']}, but the field {name!r} is not a list")
-
-
-def _warn(envelope: dict[str, Any], message: str) -> None:
-    warnings = envelope.get("warnings")
-    if isinstance(warnings, list):
-        if message not in warnings:  # a second run that fails the same way says it once
-            warnings.append(message)
-    else:
-        envelope["warnings"] = [message] if warnings in (None, "") else [warnings, message]
+        add_warning(envelope, f"downloaded {shown} to {artifact['local_path']}, but the field {name!r} is not a list")
 
 
 def _display_url(url: str) -> str:

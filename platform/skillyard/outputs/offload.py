@@ -4,15 +4,18 @@ file and the caller gets a receipt that keeps the fields that matter."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..invoke.envelope import add_warning
 from .safe_write import safe_write
 
 if TYPE_CHECKING:
     from ..invoke.pipeline import Run
 
+log = logging.getLogger("skillyard.offload")
 OFFLOAD_LIMIT = 12_000
 #: Fields the receipt keeps untouched (§6.4), plus the outcome flags.
 KEPT = (
@@ -64,5 +67,10 @@ async def offload_large_result(envelope: dict[str, Any], run: Run) -> dict[str, 
     if len(text) <= OFFLOAD_LIMIT:
         return envelope
     name = f"{OFFLOAD_DIR}/{run.skill.name.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path = safe_write(Path(run.context["workspace_dir"]), name, text)
+    try:
+        path = safe_write(Path(run.context["workspace_dir"]), name, text)
+    except (OSError, ValueError) as exc:  # e.g. a file (or a symlink out) named "offload" in the workspace
+        log.warning("could not offload the result of %r: %s", run.skill.name, exc)
+        add_warning(envelope, f"the result is large but could not be offloaded to {OFFLOAD_DIR}/ ({exc})")
+        return envelope
     return receipt_for(envelope, path)

@@ -128,8 +128,20 @@ class AttachmentStore:
             out: list[Attachment] = []
             for item in items:
                 key = item.local_path or item.url
-                if key in existing:
-                    out.append(_row(existing[key]))
+                known = existing.get(key)
+                if known is not None and (known.size, known.sha256) != (item.size, item.sha256) and item.sha256:
+                    # the same file written again: it keeps its reference, the row describes the current content
+                    known = (
+                        await session.execute(
+                            attachments.update()
+                            .where(attachments.c.id == known.id)
+                            .values(size=item.size, sha256=item.sha256, skill=item.skill)
+                            .returning(*attachments.c)
+                        )
+                    ).one()
+                    existing[key] = known
+                if known is not None:
+                    out.append(_row(known))
                     continue
                 kind = item.type if item.type in REF_PREFIX else "file"
                 counts[kind] = counts.get(kind, 0) + 1
