@@ -124,7 +124,10 @@ def test_preflight_problems(cms):
 
 
 def test_warnings_alone_pass(cms):
-    contract = {"tools": {"queryArticle": {"args": {"title": {"from": "inputs.title", "sources": ["USER"]}}}}}
+    contract = {
+        "inputs": {"title": {"required": False}},  # declared: an undeclared input would be preflight.arg_from
+        "tools": {"queryArticle": {"args": {"title": {"from": "inputs.title", "sources": ["USER"]}}}},
+    }
     set_contract(cms, contract, tools="[queryArticle]")
     code, output = check(str(cms))
     assert code == 0, output

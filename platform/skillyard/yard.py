@@ -256,7 +256,7 @@ class SkillYard:
         ``agent.loaded.errors``); an agent with no usable skill is an error.
         """
         from .agent.loader import load_agent
-        from .agent.models import model_from_spec
+        from .agent.models import model_from_spec, stored_spec
         from .agent.runner import Agent, AgentError
         from .agent.settings import AgentSettings
 
@@ -277,7 +277,7 @@ class SkillYard:
                 "set [agent.model] spec in settings.toml (or SKILLYARD_MODEL)"
             )
         if isinstance(model, str):
-            return Agent(self, loaded, model_from_spec(model, settings), settings, model_spec=model)
+            return Agent(self, loaded, model_from_spec(model, settings), settings, model_spec=stored_spec(model))
         return Agent(self, loaded, model, settings)
 
     async def run_nested(

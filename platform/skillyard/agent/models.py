@@ -326,6 +326,15 @@ class OpenAIChatModel:
 SPEC_FORMS = "script:FILE.yaml (a scripted model) or openai:MODEL (an OpenAI-compatible chat API)"
 
 
+def stored_spec(spec: str) -> str:
+    """A model spec as a session stores it: a ``script:`` path made absolute, so a later ``resume`` from another
+    working directory finds the same script."""
+    kind, sep, rest = spec.strip().partition(":")
+    if kind == "script" and sep and rest.strip():
+        return f"script:{Path(rest.strip()).expanduser().resolve()}"
+    return spec
+
+
 def model_from_spec(spec: str, settings: AgentSettings | ModelSettings | None = None) -> ChatModel:
     """Build the model named by ``--model``: ``script:PATH`` or ``openai:MODEL``.
 

@@ -198,6 +198,30 @@ class _Checker:
                     '"x-secret": false in the schema',
                 )
 
+    def arg_from_declared(self, cs: ContractSkill, name: str, path: str, arg: ArgContract) -> None:
+        """``from: inputs.x`` / ``outputs.x`` must name an input / output the contract declares: otherwise the
+        binding never succeeds, and without MODEL in sources every call is refused."""
+        expr = arg.from_expr
+        if expr is None or expr.prefix not in (Prefix.INPUTS, Prefix.OUTPUTS) or not expr.parts:
+            return
+        declared = cs.contract.inputs if expr.prefix is Prefix.INPUTS else cs.contract.outputs
+        head = expr.parts[0].partition("[]")[0]
+        if head in declared:
+            return
+        kind = expr.prefix.value[:-1]
+        names = ", ".join(declared) or "none"
+        can_fill = SourceType.MODEL in arg.sources
+        self.add(
+            cs.skill_key,
+            name,
+            path,
+            "preflight.arg_from",
+            f"'from' ({expr.text}) names no declared {kind} (declared: {names}), so the binding never succeeds"
+            + ("; the model's value is used instead" if can_fill else " and every call is refused")
+            + f"; declare the {kind} {head!r} or fix the name",
+            "error" if arg.required and not can_fill else "warning",
+        )
+
     def arg_source(self, cs: ContractSkill, name: str, path: str, arg: ArgContract) -> None:
         key = cs.skill_key
         bound = arg.from_expr is not None or arg.has_const
@@ -234,6 +258,7 @@ class _Checker:
                     'the call. Add "MODEL" to let the model fill it, or drop sources'
                 )
             self.add(key, name, path, "preflight.arg_source", msg, "warning")
+        self.arg_from_declared(cs, name, path, arg)
         missing = arg.missing
         if arg.required and missing.action is MissingAction.CALL_TOOL:
             if missing.tool is None:

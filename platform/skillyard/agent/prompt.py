@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from .context import NodeContext
-from .contract import ToolContract
+from .contract import OutputType, ToolContract
 
 #: The manual goes in whole up to this many characters; past it, the head and a pointer to read the rest.
 MANUAL_HEAD_CHARS = 8000
@@ -90,6 +90,8 @@ def system_prompt(ctx: NodeContext, profile: Any) -> str:
             detail = [out.type.value, "required" if out.required else "optional"]
             if out.fields:
                 detail.append("fields: " + ", ".join(out.fields))
+            if out.type is OutputType.LIST:
+                detail.append(f"at least {out.min_items} item{'s' if out.min_items != 1 else ''}")  # §8 minItems
             if out.hint:
                 detail.append(out.hint)
             lines.append(f"- {key} ({'; '.join(detail)})")
@@ -106,12 +108,12 @@ def business_tool_functions(ctx: NodeContext) -> list[dict[str, Any]]:
     functions: list[dict[str, Any]] = []
     for name in ctx.skill.tool_names:
         found = ctx.yard.resolve(name)
-        skill = found[0] if found is not None else None
+        if found is None:  # orchestration §2: only the allowed names that really exist are exposed
+            continue
+        skill = found[0]
         contract = ctx.tool_contract(name)
-        description = (contract.label if contract and contract.label else None) or (
-            skill.description if skill is not None else name
-        )
-        parameters = dict(skill.schema.exposed) if skill is not None else {"type": "object"}
+        description = (contract.label if contract and contract.label else None) or skill.description or name
+        parameters = dict(skill.schema.exposed)
         functions.append(
             {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
         )

@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import SkillyardError
+from ..errors import InvalidInput, SkillyardError
+from ..invoke.pipeline import check_session_id
 from ..yard import SkillYard
 from .builtins import BUILTIN_NAMES, call_builtin, offered_builtins
 from .chain import call_tool, preview_binding, verify_write
@@ -48,6 +49,15 @@ from .turn import TurnResult
 STEP_BUDGET = 24
 #: Recent user messages kept for USER provenance (§5.3).
 USER_MESSAGES_KEPT = 20
+
+
+def _checked_session_id(session_id: str) -> str:
+    """The session id, refused before anything runs when it cannot be used (its workspace and attachments are
+    named by it; the tools would all fail with it)."""
+    try:
+        return check_session_id(session_id)
+    except InvalidInput as exc:
+        raise AgentError(str(exc)) from None
 
 
 def _not_run(tool: str, arguments: Any, call_id: str | None, status: NodeStatus) -> Observation:
@@ -124,7 +134,7 @@ class Agent:
             chosen = ResumeAction(str(action).upper())
         except ValueError:
             raise AgentError(f"unknown resume action {action!r}: use REPLY, CONFIRM, REJECT or CANCEL") from None
-        session = await self.store.load_session(session_id)
+        session = await self.store.load_session(_checked_session_id(session_id))
         if session is None or session.node_id is None:
             raise AgentError(f"session {session_id!r} has no open node to resume; start one with send / agent run")
         session.model_spec = self.model_spec or session.model_spec
@@ -139,7 +149,7 @@ class Agent:
     # -- sessions and nodes ------------------------------------------------------------------------------------
 
     async def _session(self, session_id: str, identity: dict[str, Any] | None) -> SessionState:
-        session = await self.store.load_session(session_id)
+        session = await self.store.load_session(_checked_session_id(session_id))
         if session is None:
             session = SessionState(id=session_id, agent_code=self.profile.agent_code)
         elif session.agent_code != self.profile.agent_code:
@@ -149,7 +159,7 @@ class Agent:
             )
         if identity:
             session.identity.update(identity)
-        session.agent_dir = str(self.loaded.dir)
+        session.agent_dir = str(self.loaded.dir.resolve())  # resume may run from another working directory
         session.model_spec = self.model_spec or session.model_spec
         return session
 

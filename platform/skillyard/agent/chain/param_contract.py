@@ -117,6 +117,8 @@ def _check_value(call: ChainCall, item: ArgPlan, path: str, value: Any) -> Probl
 
 def _check_arg(call: ChainCall, item: ArgPlan) -> list[Problem]:
     arg = item.arg
+    if arg.has_const and arg.path in call.bound:
+        return []  # §5.3 step 1: a const is written with source CONTRACT, and that is the end (null and enum too)
     paths = item_paths(call.args, arg.path) if item.template else [arg.path]
     problems: list[Problem] = []
     if not paths:

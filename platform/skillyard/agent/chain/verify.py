@@ -77,7 +77,8 @@ async def verify_write(ctx: NodeContext, record: Evidence) -> Observation:
         return call.refuse(
             failure.code,
             f"could not check whether {record.tool} took effect: {check.error_message}",
-            f"do not call {record.tool} again until it is settled; ask the user with builtin_node_follow_up",
+            f"do not call {record.tool} again until it is settled: it is checked again when the node next reopens; "
+            "continue with other work or reply",
             evidence_id=record.id,
         )
     check.status = EvidenceStatus.SUCCESS

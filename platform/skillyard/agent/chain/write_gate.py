@@ -65,7 +65,8 @@ def check(call: ChainCall) -> Observation | None:
             + (
                 f"call {verify.tool} to check whether it took effect"
                 if verify
-                else "ask the user with builtin_node_follow_up whether it took effect"
+                else "the user is asked whether it took effect when the node next reopens; continue with other work "
+                "or reply"
             ),
             evidence_id=pending.id,
         )
