@@ -581,7 +581,8 @@ ATTACKS: list[tuple[str, str, str]] = [
     (X, "alter table t rename to u", "statement"),
     (X, "alter role postgres password 'x'", "statement"),
     (X, "drop table t", "statement"),
-    (X, "drop view v", "statement"),
+    (X, "drop view v cascade", "statement"),  # DROP VIEW by name is allowed (owner/admin); CASCADE is not
+    (X, "drop materialized view v", "statement"),
     (X, "truncate t", "statement"),
     (X, "grant all on t to public", "statement"),
     (X, "revoke all on t from public", "statement"),

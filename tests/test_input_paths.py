@@ -137,6 +137,15 @@ def test_relative_path_keeps_only_the_basename_in_the_workspace(disk):
     assert disk.norm(image="./a.png") == {"image": str(disk.ws / "a.png")}
 
 
+def test_relative_path_that_exists_as_written_is_that_file(disk):
+    """A model-built prefix is dropped, but a path the workspace holds as written names that file."""
+    touch(disk.ws / "rows.json")
+    touch(disk.ws / "imports" / "rows.json")
+    assert disk.norm(file="imports/rows.json") == {"file": str(disk.ws / "imports" / "rows.json")}
+    assert disk.norm(file="./imports/rows.json") == {"file": str(disk.ws / "imports" / "rows.json")}
+    assert disk.norm(file="other/rows.json") == {"file": str(disk.ws / "rows.json")}
+
+
 def test_relative_windows_prefix_is_dropped(disk):
     touch(disk.ws / "a.png")
     assert disk.norm(image="C:\\Users\\me\\a.png") == {"image": str(disk.ws / "a.png")}

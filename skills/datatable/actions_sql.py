@@ -78,8 +78,8 @@ async def sql_query(call: Call) -> dict[str, Any]:
 
 async def sql_execute(call: Call) -> dict[str, Any]:
     sql, forbidden, checked = await _sql_setup(call, "execute")
-    if checked.kind.startswith("create_"):
-        await check(call, "create_table")  # CREATE TABLE/INDEX/VIEW change structure: owner/admin (§7.2)
+    if checked.kind.startswith(("create_", "drop_")):
+        await check(call, "create_table")  # CREATE TABLE/INDEX/VIEW and DROP VIEW change structure: owner/admin
     backup_file: str | None = None
     if checked.kind == "delete" and checked.preview is not None:
         matched: list[dict[str, Any]] | None

@@ -219,7 +219,7 @@ PLAIN_NODES: frozenset[type[ast.Node]] = frozenset(
 STATEMENT_HINTS: dict[type[ast.Node], str] = {
     ast.CreateTableAsStmt: "CREATE TABLE ... AS / CREATE MATERIALIZED VIEW is not supported: create the table "
     "(create_table, or CREATE TABLE with explicit columns), then INSERT ... SELECT",
-    ast.DropStmt: "DROP is not supported on the SQL channel: use the delete_table action",
+    ast.DropStmt: "only DROP VIEW is supported on the SQL channel: delete tables with the delete_table action",
     ast.AlterTableStmt: "ALTER is not supported on the SQL channel: use add_field / update_field / delete_field",
     ast.RenameStmt: "renaming is not supported on the SQL channel: use the structured actions",
     ast.TruncateStmt: "TRUNCATE is not supported: use DELETE ... WHERE (or delete_by / delete_batch)",

@@ -25,6 +25,7 @@ from typing import Any
 from pglast import ast, enums, parse_sql
 from pglast.parser import ParseError, scan
 from pglast.stream import RawStream
+from pglast.visitors import Visitor
 
 from .sql_allowlists import (
     EXECUTE_STATEMENTS,
@@ -157,6 +158,10 @@ def _check_statement(stmt: ast.Node, guard: TreeGuard, mode: str) -> tuple[str, 
         if mode == "execute":
             raise refuse("sql_execute does not run SELECT: send queries through sql_query", "statement")
         return "select", None
+    if isinstance(stmt, ast.DropStmt) and stmt.removeType == enums.ObjectType.OBJECT_VIEW:
+        if mode == "query":
+            raise refuse(QUERY_ONLY_HINT, "statement")
+        return "drop_view", _drop_view(stmt, guard)
     if isinstance(stmt, EXECUTE_STATEMENTS):
         if mode == "query":
             raise refuse(QUERY_ONLY_HINT, "statement")
@@ -224,12 +229,49 @@ def _create_table(stmt: ast.CreateStmt, guard: TreeGuard) -> str:
                     f"column {column!r} is created by the platform on every table: leave it out", "reserved_column"
                 )
             _check_identifier(column, "column name")
-            if element.typeName is not None and guard.base_type(element.typeName) == "json":
-                raise refuse("json columns are not used: keep JSON in a text column", "jsonb")
+            if element.typeName is not None:
+                _column_type(element, guard.base_type(element.typeName))
         elif not isinstance(element, ast.Constraint):
             raise refuse(f"{type(element).__name__} is not supported in CREATE TABLE: list the columns", "node")
     guard.children(stmt, empty, skip=("relation",))
     return name
+
+
+def _column_type(column: ast.ColumnDef, base: str) -> None:
+    """Column types the structured actions can read and write as the table's metadata will say (registration maps
+    them onto logical types): ``timestamp`` becomes ``timestamptz`` (日期时间 values are instants; a column without
+    a zone could not take them), ``interval``, ``timetz`` and ``json`` are refused with the type to use."""
+    type_name = column.typeName
+    assert type_name is not None
+    if base == "json":
+        raise refuse("json columns are not used: keep JSON in a text column", "jsonb")
+    if base in ("interval", "timetz"):
+        instead = "text (e.g. '2 days'), or two timestamptz columns" if base == "interval" else "time or timestamptz"
+        raise refuse(f"{base} columns are not supported by the table actions: use {instead}", "type")
+    if base == "timestamp":
+        type_name.names = (ast.String(sval="pg_catalog"), ast.String(sval="timestamptz"))
+
+
+def _drop_view(stmt: ast.DropStmt, guard: TreeGuard) -> str:
+    """``DROP VIEW [IF EXISTS] v [, …]`` of the organisation's views (views hold no data and are not registered; a
+    view over a table blocks delete_table / delete_field until it is dropped). No CASCADE: it would drop other
+    views unseen. The names are routed to the org schema like table names; returns them joined by ", "."""
+    if stmt.behavior == enums.DropBehavior.DROP_CASCADE:
+        raise refuse("DROP VIEW … CASCADE would drop other views too: drop each view by name", "statement")
+    names = []
+    routed = []
+    for obj in stmt.objects or ():
+        parts = string_names(obj)
+        if len(parts) == 2 and parts[0] != guard.schema:
+            raise refuse(f"schema {parts[0]!r} is out of reach: write the bare view name", "schema")
+        if len(parts) not in (1, 2):
+            raise refuse(f"{'.'.join(parts)}: name the view only", "schema")
+        name = parts[-1]
+        guard.route(ast.RangeVar(relname=name, inh=True, relpersistence="p"), frozenset(), target=True)
+        names.append(name)
+        routed.append((ast.String(sval=guard.schema), ast.String(sval=name)))
+    stmt.objects = tuple(routed)
+    return ", ".join(names)
 
 
 def _create_index(stmt: ast.IndexStmt, guard: TreeGuard) -> str:
@@ -269,6 +311,35 @@ def _create_view(stmt: ast.ViewStmt, guard: TreeGuard) -> str:
             _check_identifier(target.name, "view column name")
     guard.children(stmt, empty, skip=("view",))
     return name
+
+
+#: Functions whose value differs between two statements of one transaction: a DELETE using one would not delete
+#: the rows its preview (the confirmation count and the backup) read.
+UNSTABLE_IN_DELETE = frozenset({"random", "clock_timestamp", "statement_timestamp", "timeofday", "gen_random_uuid"})
+
+
+class _UnstableCalls(Visitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: set[str] = set()
+
+    def visit_FuncCall(self, ancestors: Any, node: ast.FuncCall) -> None:
+        name = (string_names(node.funcname) or [""])[-1].lower()
+        if name in UNSTABLE_IN_DELETE:
+            self.found.add(name)
+
+
+def _check_stable_delete(stmt: ast.DeleteStmt) -> None:
+    """A DELETE is previewed by a SELECT of the same condition (§7.7 backup): the two must match the same rows."""
+    finder = _UnstableCalls()
+    finder(stmt)
+    if finder.found:
+        names = ", ".join(f"{name}()" for name in sorted(finder.found))
+        raise refuse(
+            f"a DELETE may not use {names}: its value changes between the backup of the rows and the delete, so "
+            "the backup could miss rows; compute the values first (e.g. SELECT the ids) and DELETE by id",
+            "unstable_delete",
+        )
 
 
 def _delete_preview(stmt: ast.DeleteStmt) -> ast.SelectStmt:
@@ -325,7 +396,10 @@ def check_sql(sql: str, *, schema: str, mode: str, forbidden_tables: frozenset[s
         guard = TreeGuard(schema, frozenset(forbidden_tables), _function_ranges(stmt, {}))
         kind, created = _check_statement(stmt, guard, mode)
         rewritten = RawStream()(stmt)
-        preview = RawStream()(_delete_preview(stmt)) if isinstance(stmt, ast.DeleteStmt) else None
+        preview = None
+        if isinstance(stmt, ast.DeleteStmt):
+            _check_stable_delete(stmt)
+            preview = RawStream()(_delete_preview(stmt))
         written = stmt.relation if isinstance(stmt, ast.InsertStmt | ast.UpdateStmt | ast.DeleteStmt) else None
         target = written.relname if written is not None else None
         # What runs must be what was checked: the deparsed text parses back to the same (routed) tree.

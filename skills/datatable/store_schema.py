@@ -285,7 +285,9 @@ async def drop_object(conn: asyncpg.Connection, statement: str, what: str, need_
             await conn.execute(statement)
     except asyncpg.DependentObjectsStillExistError as exc:
         raise StoreError(
-            f"{what} is used by other objects ({exc.detail or exc}); drop those views first", need_param=need_param
+            f"{what} is used by other objects ({exc.detail or exc}); drop those views first with sql_execute "
+            "(DROP VIEW <name>; owner/admin), then try again",
+            need_param=need_param,
         ) from None
 
 

@@ -142,9 +142,17 @@ def _normalize(field: str, value: str, workspace: _Workspace) -> str:
         result = workspace.file(name)
     elif os.path.isabs(path):
         result = path
-    else:  # the model's directory prefix is dropped: skills would otherwise see <workspace>/<prefix>/<prefix>/x
+    else:  # the model's directory prefix is dropped: skills would otherwise see <workspace>/<prefix>/<prefix>/x —
+        # unless the value names a file that is there as written (imports/rows.json): that file is meant
+        folders = [part for part in parts[:-1] if part != "."]
+        exact = os.path.join(workspace.folder, *folders, name)
         candidate = workspace.file(name)
-        result = candidate if os.path.exists(candidate) else path
+        if folders and os.path.isfile(exact):
+            result = exact
+        elif os.path.exists(candidate):
+            result = candidate
+        else:
+            result = path
     workspace.check(field, value, result)
     return result
 
@@ -155,7 +163,8 @@ def normalize_paths(input: dict[str, Any], workspace: Path, workspaces_root: Pat
 
     - Absolute paths are kept, unless they lie in another session's workspace (under ``workspaces_root`` but not
       in ``workspace``), lexically or once symlinks are resolved: refused.
-    - Relative paths keep only their file name, in the workspace (``sub/a.png`` → ``<workspace>/a.png``).
+    - Relative paths keep only their file name, in the workspace (``sub/a.png`` → ``<workspace>/a.png``) — unless
+      the workspace holds the file at the path as written (``<workspace>/sub/a.png``): then that file.
     - A value with a ``..`` segment or a leading ``~`` always becomes ``<workspace>/<file name>``; output fields
       (OUTPUT_FIELDS) always do too, even when absolute, since they name files to create.
     - Other fields keep their original value when the workspace file does not exist (the skill's error is clearer).
