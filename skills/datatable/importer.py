@@ -3,9 +3,9 @@ workspace.
 
 Flow, all in one transaction (a SAVEPOINT when the caller has one open):
 
-1. the file is read and its rows prepared by importer_rows.py: resolved (symlinks followed) inside the workspace, a
-   JSON array of objects or JSON Lines; each row renamed by ``mapping``, filled from ``defaults``, validated with
-   insert rules and ``stamp``ed;
+1. the file is resolved (symlinks followed) inside the workspace and opened here, then streamed by importer_rows.py
+   (a chunk at a time, never read whole): a JSON array of objects or JSON Lines; each row renamed by ``mapping``,
+   filled from ``defaults``, validated with insert rules and ``stamp``ed;
 2. the valid rows are streamed with COPY (asyncpg ``copy_records_to_table``) into a TEMP staging table shaped like
    the target's business columns plus the row number, while validation goes on (the server ingests one chunk while
    Python validates the next);
@@ -140,7 +140,7 @@ async def insert_from_file(
             need_param="file",
         )
     try:
-        raw = real.read_bytes()
+        source = real.open("rb")  # read a chunk at a time by importer_rows.records while the rows go to COPY
     except OSError as exc:
         raise RowsError(f"file {real.name} cannot be read ({exc})", need_param="file") from None
     collecting = gc.isenabled()
@@ -161,11 +161,10 @@ async def insert_from_file(
                 importer_rows.stamp(stamp or {}, fields, validator),
             )
             importer_rows.memoize(validator)
-            items = importer_rows.records(raw, real.name)
+            items = importer_rows.records(source, real.name)
             first = next(items, None)
             if first is None:
                 raise RowsError(f"{real.name} holds no rows; write at least one object", need_param="file")
-            del raw
 
             def chained() -> Iterator[tuple[int, Any]]:
                 yield first
@@ -228,6 +227,7 @@ async def insert_from_file(
         except (asyncpg.PostgresError, asyncpg.InterfaceError, StoreError, FieldError) as exc:
             raise classify(exc) from None
     finally:
+        source.close()
         if collecting:
             gc.enable()
     result: dict[str, Any] = {
