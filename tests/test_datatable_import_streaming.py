@@ -157,6 +157,25 @@ def test_error_far_into_a_file_is_placed_in_the_whole_file(monkeypatch: pytest.M
         assert _parse(text.encode("utf-8"), chars, monkeypatch) == _whole(text)
 
 
+@pytest.mark.parametrize(
+    "row",
+    [
+        lambda i: {"n": i, "s": "备注" * (i % 5)},  # flat rows: decoded many at a time
+        lambda i: {"n": i, "obj": {"k": i, "v": [{"x": 1}, {"y": 2}]}},  # nested objects end in "}," too
+        lambda i: {"n": i, "s": 'a "}, {" b' if i % 97 == 0 else "x"},  # a "}," inside a string
+    ],
+    ids=["flat", "nested", "brace-comma-in-string"],
+)
+def test_many_rows_per_decode_give_what_json_loads_gives(row: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Complete elements ahead are decoded as one array (one C call); whatever "}," a value holds, the rows, their
+    numbers and the errors are json.loads' own."""
+    text = json.dumps([row(i) for i in range(20_000)], ensure_ascii=False)
+    for chars in (65_536, 5_000):
+        assert _parse(text.encode("utf-8"), chars, monkeypatch) == _whole(text)
+    broken = text[: len(text) // 2] + "?" + text[len(text) // 2 + 1 :]
+    assert _parse(broken.encode("utf-8"), 65_536, monkeypatch) == _whole(broken)
+
+
 def test_a_value_larger_than_the_chunk_is_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = [{"big": "长" * 50_000 + '"\\'}, {"list": list(range(5000))}, 3]
     assert _parse(json.dumps(rows, ensure_ascii=False).encode("utf-8"), 16, monkeypatch) == list(
