@@ -19,7 +19,8 @@ Decisions:
 * The file is streamed, never read whole (issue 4: peak memory was ~5.5 times the file): :func:`records` decodes it
   (UTF-8, BOM allowed) :data:`READ_CHARS` characters at a time; an array is decoded by the stdlib (C) json decoder
   on that moving window — the complete elements ahead (the text up to the last "},") in one call, else one element
-  at a time (``raw_decode``) — JSON Lines a line at a time, a wrapping object a value at a time. Memory is the window plus one chunk of COPY records (about 5 MB at peak for 8–12 MB files,
+  at a time (``raw_decode``) — JSON Lines a line at a time, a wrapping object a value at a time. Memory is the
+  window plus one chunk of COPY records (about 5 MB at peak for 8–12 MB files,
   whatever the size). A value ending at the window's end (12 of 123) or an error found near it is decoded again
   after reading on. Errors keep json.loads' messages, placed in the whole file, but are found where they are: one
   late in the file surfaces after rows went to COPY, and the transaction rolls back (nothing is written). Decoding
