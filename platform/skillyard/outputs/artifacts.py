@@ -25,8 +25,22 @@ NOT_ARTIFACTS = frozenset({".py", ".js", ".sh", ".log", ".tmp", ".srt", ".pyc"})
 _ASKED_FOR_CODE = re.compile(
     r"(?<![a-z])(?:scripts?|code|python|javascript|bash|shell)(?![a-z])|脚本|代码|源码|\.(?:py|js|sh)(?![a-z0-9])", re.I
 )  # whole English words ("description" or "transcript" asks for no script), also right next to Chinese text
-#: CLOCK_REALTIME_COARSE (5 in linux/time.h; the time module does not name it on Python 3.11).
-_COARSE_CLOCK = getattr(time, "CLOCK_REALTIME_COARSE", 5 if sys.platform.startswith("linux") else None)
+
+
+def _coarse_clock() -> int | None:
+    """CLOCK_REALTIME_COARSE (5 in linux/time.h; the time module does not name it on Python 3.11), if this system
+    has it."""
+    clock = getattr(time, "CLOCK_REALTIME_COARSE", 5 if sys.platform.startswith("linux") else None)
+    if clock is None:
+        return None
+    try:
+        time.clock_gettime_ns(clock)
+    except OSError:
+        return None
+    return int(clock)
+
+
+_COARSE_CLOCK = _coarse_clock()
 
 
 def file_clock_ns() -> int:
