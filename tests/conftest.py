@@ -14,6 +14,8 @@ import pytest
 # Tests never autoload third-party plugins (an empty allow-list loads none).
 os.environ["SKILLYARD_LOAD_PLUGINS"] = ""
 
+pytest_plugins = ("datatable_probes",)  # the yard and org fixtures of the datatable review probes
+
 
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:
