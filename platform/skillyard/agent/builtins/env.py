@@ -3,12 +3,13 @@
 Date patterns are **Java style** (``yyyy-MM-dd HH:mm:ss``), because contracts and manuals come from a Java
 platform: ``yyyy``/``yy`` year, ``MMMM``/``MMM``/``MM``/``M`` month (name, short name, 2 digits, digits),
 ``dd``/``d`` day, ``HH``/``H`` hour 0–23, ``hh``/``h`` hour 1–12, ``mm``/``m`` minute, ``ss``/``s`` second,
-``SSS`` milliseconds, ``a`` AM/PM, ``EEEE``/``EEE`` weekday (name, short name), ``Z`` ``+0800``, ``XXX``
-``+08:00``; text in single quotes is literal (``''`` is a quote). A pattern containing ``%`` is taken as a Python
-strftime pattern instead. Without an input pattern a value is read as ISO 8601 (``2024-05-01``,
-``2024-05-01T08:30:00+08:00``, ``…Z``), ``yyyy/MM/dd[ HH:mm:ss]``, ``yyyyMMdd``, epoch seconds (10 digits) or
-milliseconds (13 digits), or the words ``now`` / ``today``. Times without a zone are local time. The default output
-pattern is ``yyyy-MM-dd HH:mm:ss`` (``yyyy-MM-dd`` for a date-only input moved by whole days or more).
+``SSS`` milliseconds, ``a`` AM/PM, ``EEEE``/``EEE`` weekday (name, short name), ``Z`` ``+0800``, three ``X``
+letters (Java's ISO offset pattern) ``+08:00``; text in single quotes is literal (``''`` is a quote). A pattern
+containing ``%`` is taken as a Python strftime pattern instead. Without an input pattern a value is read as
+ISO 8601 (``2024-05-01``, ``2024-05-01T08:30:00+08:00``, ``…Z``), ``yyyy/MM/dd[ HH:mm:ss]``, ``yyyyMMdd``, epoch
+seconds (10 digits) or milliseconds (13 digits), or the words ``now`` / ``today``. Times without a zone are local
+time. The default output pattern is ``yyyy-MM-dd HH:mm:ss`` (``yyyy-MM-dd`` for a date-only input moved by whole
+days or more).
 """
 
 from __future__ import annotations
