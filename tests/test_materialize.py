@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import ipaddress
 import socket
+import ssl
+import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, quote, urlsplit
@@ -426,6 +429,115 @@ async def test_downloads_run_concurrently_four_at_a_time(server: str, seen: list
     elapsed = time.perf_counter() - start
     assert len(envelope["images"]) == 8
     assert 0.8 <= elapsed < 2.5  # two waves of four (one at a time would take 3.2 s)
+
+
+async def test_a_large_body_arrives_whole(server: str, seen: list[dict[str, Any]], ws: Path) -> None:
+    """Bodies of many reads, with and without Content-Length, land byte for byte with the right digest."""
+    size = 3 * 1024 * 1024 + 17
+    streamed = (3 * 1024 * 1024 // 65536 + 1) * 65536  # /bigstream writes whole 64 KB blocks
+    envelope = {"file_urls": [f"{server}/big/{size}", f"{server}/bigstream/{3 * 1024 * 1024}"]}
+    await run(envelope, ws)
+    assert "warnings" not in envelope
+    by_size = {item["size"]: item for item in envelope["files"]}
+    assert set(by_size) == {size, streamed}
+    for length, item in by_size.items():
+        assert Path(item["local_path"]).read_bytes() == b"\0" * length
+        assert item["sha256"] == hashlib.sha256(b"\0" * length).hexdigest()
+
+
+async def test_connections_hand_on_what_has_arrived(server: str, seen: list[dict[str, Any]]) -> None:
+    """httpcore asks for 64 KB per read; a guarded connection returns what has arrived, up to READ_BYTES."""
+    parts = urlsplit(server)
+    assert parts.hostname is not None and parts.port is not None
+    stream = await address_guard._CheckedBackend(allow_private=True).connect_tcp(parts.hostname, parts.port, 5.0)
+    try:
+        await stream.write(f"GET /big/{1 << 20} HTTP/1.1\r\nHost: {parts.netloc}\r\n\r\n".encode(), 5.0)
+        received = b""
+        while len(received) < 1 << 20:
+            data = await stream.read(1024, 5.0)
+            assert data, "the server closed the connection early"
+            received += data
+            if len(data) > 1024:
+                break
+        assert len(data) > 1024
+        assert len(data) <= address_guard.READ_BYTES
+    finally:
+        await stream.aclose()
+
+
+def _self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by its own key (cert file, key file)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file
+
+
+@contextlib.contextmanager
+def _tls_server(cert_file: Path, key_file: Path) -> Iterator[str]:
+    """The test routes over HTTPS on 127.0.0.1 (the TLS handshake runs in the accepting thread)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Files)
+    httpd.daemon_threads = True
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+async def test_https_downloads_check_the_certificate(tmp_path: Path, ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TLS goes through the guarded connection too: a trusted certificate downloads (large reads after the
+    handshake), an untrusted one is a warning and no file."""
+    cert_file, key_file = _self_signed_certificate(tmp_path)
+    size = 2 * 1024 * 1024 + 5
+    with _tls_server(cert_file, key_file) as base:
+        address_guard._ssl_context.cache_clear()  # built once per process: rebuilt with the test's trust
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+        try:
+            refused: dict[str, Any] = {"file_url": f"{base}/big/{size}"}
+            await run(refused, ws)
+            assert "files" not in refused and files_in(ws) == []
+            assert "CERTIFICATE_VERIFY_FAILED" in refused["warnings"][0]
+
+            address_guard._ssl_context.cache_clear()
+            monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))  # the standard way to trust a private CA
+            trusted: dict[str, Any] = {"file_url": f"{base}/big/{size}"}
+            await run(trusted, ws)
+        finally:
+            address_guard._ssl_context.cache_clear()
+    assert "warnings" not in trusted
+    (item,) = trusted["files"]
+    assert item["size"] == size and item["sha256"] == hashlib.sha256(b"\0" * size).hexdigest()
 
 
 # --- the address guard -------------------------------------------------------------------------------------------

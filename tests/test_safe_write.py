@@ -192,7 +192,7 @@ async def test_safe_stream_returns_path_size_and_digest(ws: Path) -> None:
 
 @pytest.mark.parametrize(("chunk", "count"), [(65536, 60), (1 << 20, 12), (3 << 20, 4)])
 async def test_large_streams_are_hashed_in_order(ws: Path, chunk: int, count: int) -> None:
-    """Past 1 MB the hash is computed on a worker thread in batches: the digest must still be the file's."""
+    """Past 1 MB a worker thread writes and hashes in batches: the file and its digest must still be in order."""
     parts = [bytes([n % 251]) * chunk for n in range(count)]
     path, size, digest = await safe_stream(ws, "large.bin", chunks_of(*parts))
     assert size == chunk * count
@@ -229,6 +229,31 @@ async def test_a_cancelled_stream_leaves_nothing(ws: Path) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert files_in(ws) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open descriptors through /proc")
+async def test_a_stream_cancelled_while_the_thread_writes_closes_its_file_once(ws: Path) -> None:
+    """Cancelled at any point, also while a batch is on the writing thread: no temp file and no open descriptor
+    is left once the thread's last job is over."""
+    before = len(os.listdir("/proc/self/fd"))
+
+    async def endless() -> AsyncIterator[bytes]:
+        while True:
+            yield os.urandom(1 << 20)
+            await asyncio.sleep(0)
+
+    for delay in (0.0, 0.005, 0.02, 0.05):
+        task = asyncio.create_task(safe_stream(ws, "endless.bin", endless()))
+        await asyncio.sleep(delay)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert files_in(ws) == []
+    for _ in range(100):  # the last jobs end on their threads, then their callbacks close the files
+        await asyncio.sleep(0.01)
+        if len(os.listdir("/proc/self/fd")) <= before:
+            break
+    assert len(os.listdir("/proc/self/fd")) <= before
 
 
 async def test_safe_stream_refuses_unsafe_paths_before_reading(ws: Path) -> None:

@@ -12,14 +12,14 @@ import os
 import secrets
 from collections.abc import AsyncIterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 MAX_UNIQUE_NAMES = 10_000
 # errno values of link(2) meaning "this filesystem has no hard links here": publish by O_EXCL instead.
 _NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV})
 _TEMP_NAME_BYTES = 64  # of the final name kept in the temp name, so ".name.<hex>.part" stays within NAME_MAX
-_HASH_BATCH = 1 << 20  # bytes handed to the hashing thread at a time
-_HASH_BACKLOG = 8 << 20  # waiting for the hashing thread beyond this keeps memory bounded
+_BATCH = 1 << 20  # bytes handed to the writing thread at a time
+_BACKLOG = 8 << 20  # waiting for the writing thread beyond this keeps memory bounded
 _WRITEBACK = 1 << 20  # streamed bytes after which the kernel is asked to start writing them to disk
 _FADVISE = getattr(os, "posix_fadvise", None)  # not on macOS: there the final fdatasync does all the work
 
@@ -111,47 +111,85 @@ async def safe_stream(
     target = _file_target(workspace, relative)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = _open_temp(target)
-    file = open(fd, "wb")  # noqa: SIM115 (closed below, or by the thread that fsyncs it)
+    sink = _Sink(open(fd, "wb"))  # noqa: SIM115 (closed by the sink's last job, or below)
     loop = asyncio.get_running_loop()
-    digest = hashlib.sha256()
-    hashing: asyncio.Future[None] | None = None
+    pending: asyncio.Future[Any] | None = None  # the job the worker thread is doing (never cancelled: shielded)
     batch: list[bytes] = []
-    batched = size = flushed = 0
-    handed_off = False
+    batched = size = 0
     try:
-        # Measured with bench/bench_outputs.py: each chunk is written on the event loop (a page-cache write takes
-        # microseconds; handing writes to a thread made the bench slower), while SHA-256 costs about a third of a
-        # local download's time, so it runs on a worker thread in 1 MB batches that overlap the next chunks'
-        # arrival (0.65x -> about 0.77x of a bare download there). The fsync waits for the disk: a thread too.
-        # Every _WRITEBACK bytes the kernel is asked to start writing the range out, so the final fdatasync finds
-        # little dirty data (about 2-3 ms instead of 10-16 ms per 5 MB file with four syncing at once).
+        # The event loop only receives; a worker thread writes and hashes in 1 MB batches, in order, one batch at
+        # a time, while the next chunks arrive. For 8 x 5 MB (bench/bench_outputs.py) writing into the page cache
+        # took about 20 ms of the loop's time and SHA-256 about 35 ms; both release the GIL, so a second core
+        # overlaps them with the download (median 0.74x -> 0.79x of a bare download before reads got larger,
+        # address_guard._LargeReads). Every _WRITEBACK bytes the kernel is asked to start writing the range out,
+        # so the final fdatasync, the thread's last job, finds little dirty data.
         async for chunk in chunks:
             size += len(chunk)
             if max_bytes is not None and size > max_bytes:
                 raise TooLarge(f"{target.name} is larger than the limit of {describe_size(max_bytes)}")
-            file.write(chunk)
-            if size - flushed >= _WRITEBACK:
-                file.flush()
-                _start_writeback(fd, flushed, size - flushed)
-                flushed = size
             batch.append(chunk)
             batched += len(chunk)
-            if batched >= _HASH_BATCH and (hashing is None or hashing.done() or batched >= _HASH_BACKLOG):
-                if hashing is not None:
-                    await hashing  # batches are hashed in order, one at a time
-                hashing = loop.run_in_executor(None, _hash_parts, digest, batch)
+            if batched >= _BATCH and (pending is None or pending.done() or batched >= _BACKLOG):
+                if pending is not None:
+                    await asyncio.shield(pending)
+                pending = loop.run_in_executor(None, sink.take, batch)
                 batch, batched = [], 0
-        if hashing is not None:
-            await hashing
-        handed_off = True
-        hex_digest = await asyncio.to_thread(_finish, file, digest, batch)
+        if pending is not None:
+            await asyncio.shield(pending)
+        pending = loop.run_in_executor(None, sink.finish, batch)
+        hex_digest: str = await asyncio.shield(pending)
         return _publish(temp, target, overwrite=overwrite), size, hex_digest
     except BaseException:
-        if not handed_off:  # once handed off, the thread closes the file even if this task was cancelled
-            with contextlib.suppress(OSError):
-                file.close()
-        _discard(temp)  # unlinking a file another thread still fsyncs is fine on POSIX
+        if pending is None:
+            sink.close()
+        else:  # after the thread's job (cancelled meanwhile: it still writes through the descriptor)
+            pending.add_done_callback(sink.close_after)
+        _discard(temp)  # unlinking a file another thread still writes is fine on POSIX
         raise
+
+
+class _Sink:
+    """The temp file of a stream and the SHA-256 of what went into it; :meth:`take` and :meth:`finish` run on a
+    worker thread, one at a time and in order."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file = file
+        self._digest = hashlib.sha256()
+        self._written = 0  # bytes handed to the kernel so far
+        self._synced_from = 0  # start of the range not yet handed to early writeback
+
+    def take(self, parts: list[bytes]) -> None:
+        for part in parts:
+            self._file.write(part)  # both release the GIL for anything over a few KB
+            self._digest.update(part)
+            self._written += len(part)
+        if self._written - self._synced_from >= _WRITEBACK:
+            self._file.flush()
+            _start_writeback(self._file.fileno(), self._synced_from, self._written - self._synced_from)
+            self._synced_from = self._written
+
+    def finish(self, parts: list[bytes]) -> str:
+        """Write the last parts, sync the file and close it; the hex digest of everything written.
+
+        ``fdatasync`` makes the content and size durable before the rename publishes the name, which is all the
+        no-half-written-file promise needs; it skips the timestamp update a full ``fsync`` also waits for."""
+        try:
+            self.take(parts)
+            self._file.flush()
+            os.fdatasync(self._file.fileno())
+            return self._digest.hexdigest()
+        finally:
+            self._file.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._file.close()
+
+    def close_after(self, job: asyncio.Future[Any]) -> None:
+        """Close once ``job`` is over; its error, if any, is the one already raised (or superseded)."""
+        if not job.cancelled():
+            job.exception()  # retrieved, so asyncio does not log it as never retrieved
+        self.close()
 
 
 def describe_size(size: int) -> str:
@@ -193,25 +231,6 @@ def _start_writeback(fd: int, offset: int, length: int) -> None:
     if _FADVISE is not None:
         with contextlib.suppress(OSError):
             _FADVISE(fd, offset, length, os.POSIX_FADV_DONTNEED)
-
-
-def _hash_parts(digest: hashlib._Hash, parts: list[bytes]) -> None:
-    for part in parts:
-        digest.update(part)  # releases the GIL for anything over 2 KB
-
-
-def _finish(file: BinaryIO, digest: hashlib._Hash, rest: list[bytes]) -> str:
-    """Hash the last parts, flush and sync the temp file, close it; runs on a worker thread.
-
-    ``fdatasync`` makes the content and size durable before the rename publishes the name, which is all the
-    no-half-written-file promise needs; it skips the timestamp update a full ``fsync`` also waits for."""
-    try:
-        _hash_parts(digest, rest)
-        file.flush()
-        os.fdatasync(file.fileno())
-        return digest.hexdigest()
-    finally:
-        file.close()
 
 
 def _publish(temp: Path, target: Path, *, overwrite: bool) -> Path:
