@@ -515,8 +515,8 @@ def _tls_server(cert_file: Path, key_file: Path) -> Iterator[str]:
 
 
 async def test_https_downloads_check_the_certificate(tmp_path: Path, ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """TLS goes through the guarded connection too: a trusted certificate downloads (large reads after the
-    handshake), an untrusted one is a warning and no file."""
+    """TLS goes through the guarded connection too: a trusted certificate downloads, an untrusted one is a
+    warning and no file."""
     cert_file, key_file = _self_signed_certificate(tmp_path)
     size = 2 * 1024 * 1024 + 5
     with _tls_server(cert_file, key_file) as base:
