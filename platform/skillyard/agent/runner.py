@@ -22,6 +22,7 @@ from ..invoke.pipeline import check_session_id
 from ..yard import SkillYard
 from .builtins import BUILTIN_NAMES, call_builtin, offered_builtins
 from .chain import call_tool, preview_binding, verify_write
+from .chain.summary import build_summary
 from .codes import ErrorCode
 from .context import NodeContext
 from .evaluate import resolve
@@ -256,9 +257,10 @@ class Agent:
                 ctx.node.messages.append({"role": "user", "content": _note("verify", observation)})
                 continue
             label = (contract.label if contract else None) or record.tool
+            summary = build_summary(contract, record.args, {})  # which write: two alike must read differently
             ctx.node.checkpoint = Checkpoint(
                 CheckpointType.VERIFY,
-                f"不确定「{label}」是否已经生效（调用没有返回结果）。请确认它是否已完成。",
+                f"不确定「{label}」是否已经生效（调用没有返回结果）：\n{summary}\n请确认它是否已完成。",
                 tool=record.tool,
                 args=record.args,
                 evidence_id=record.id,

@@ -102,6 +102,8 @@ async def call_tool(
         ctx.node.target, ctx.node.target_claimed = name, True  # §10.1 row 3: the first write call, even if stopped
     refusal = _before(call)
     if refusal is not None:
+        if refusal.ok:  # §14.2: an identical write answered with its earlier result, nothing run
+            fingerprint.count(call, succeeded=True)
         return refusal
     # the call itself (one coroutine layer less than a separate stage function)
     record = Evidence(
@@ -119,5 +121,5 @@ async def call_tool(
     ctx.tool_started(name)
     observation = _settle(call, record, await invoke.run(call))
     await ctx.record(record)
-    fingerprint.count(call, record)
+    fingerprint.count(call, record.succeeded)
     return observation

@@ -8,7 +8,7 @@ call resets it. With ``settings.fingerprint_limit`` = 3, calls 1–3 run and the
 from __future__ import annotations
 
 from ..codes import ErrorCode
-from ..state import Evidence, NodeStatus, Observation
+from ..state import NodeStatus, Observation
 from .base import ChainCall, canonical, digest
 
 
@@ -40,10 +40,11 @@ def check(call: ChainCall) -> Observation | None:
     )
 
 
-def count(call: ChainCall, evidence: Evidence) -> None:
-    """After a real call: one more identical success, or a reset."""
+def count(call: ChainCall, succeeded: bool) -> None:
+    """After a call that returned: one more identical success, or a reset. An identical write answered with its
+    earlier result (§14.2) is a successful call too, so a model repeating it trips the fuse like any other loop."""
     node = call.ctx.node
-    if not evidence.succeeded:
+    if not succeeded:
         node.fingerprint, node.fingerprint_count = None, 0
     elif node.fingerprint == call.fingerprint:
         node.fingerprint_count += 1
