@@ -389,8 +389,15 @@ def test_deep_nesting_and_huge_statements_are_refused_not_crashed() -> None:
         query("select 1" + " + 1" * 2000)
     assert info.value.code == "too_complex"
     with pytest.raises(SqlRefused) as info:
-        query("select " + "(" * 20_000 + "1" + ")" * 20_000)  # PostgreSQL's own parser gives up
-    assert info.value.code == "parse_error"
+        query("select " + "- " * 19_990 + "1")
+    assert info.value.code == "parse_error"  # PostgreSQL's own parser gives up ("memory exhausted")
+    with pytest.raises(SqlRefused) as info:  # past 20,000 tokens: refused before the parser, which crashed on this
+        query("select " + "+".join(["1"] * 30_000) + " as s")
+    assert info.value.code == "too_complex" and "20,000" in info.value.reason
+    with pytest.raises(SqlRefused) as info:  # the lexer's time grows with the square of the comment nesting
+        query("select 1 as n " + "/*" * 12_000 + "*/" * 12_000)
+    assert info.value.code == "too_complex" and "/*" in info.value.reason
+    assert query("select 1 as n /* a /* nested */ comment */").tables == frozenset()
     with pytest.raises(SqlRefused) as info:
         query("select * from t where a in (" + ", ".join(["1"] * 40_000) + ")")
     assert info.value.code == "too_complex"

@@ -1,7 +1,9 @@
 """SQL channel actions of the datatable skill (spec §7.6): sql_query and sql_execute.
 
-The actor's forbidden tables (:func:`~.permissions_access.sql_forbidden_tables`) go to the guard; a DELETE is
-previewed first (count for the confirmation, rows for the backup); a CREATE TABLE is registered in the store.
+The actor's forbidden tables (:func:`~.permissions_access.sql_forbidden_tables`) go to the guard; what the parser
+cannot tell from names alone is checked in the catalog (sequences are not readable, writes go to tables, never
+through a view); a DELETE is previewed first (count for the confirmation, rows for the backup) and then deletes
+only rows the preview read; a CREATE TABLE is registered in the store.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from .actions_call import Call, check, require
 from .actions_delete import confirmation, write_backup
 from .sql_channel import run_sql
 from .sql_errors import SqlChannelError
-from .sql_guard import check_sql
+from .sql_guard import CheckedSql, check_sql, restrict_delete
 from .sql_refusal import FORBIDDEN_TABLE, SqlRefused
 
 __all__ = ["DEFAULT_SQL_TIMEOUT", "sql_execute", "sql_query"]
@@ -61,6 +63,7 @@ async def _sql_setup(call: Call, mode: str) -> tuple[str, frozenset[str], Any]:
         raise SqlChannelError(exc.reason, error_type="recoverable", code=exc.code) from None
     except (TypeError, ValueError) as exc:
         raise store_schema.StoreError(f"sql: {exc}", need_param="sql") from None
+    await _check_relations(call, checked)
     # Tables left on this channel are open to every row action of this actor, so row-level security shows all
     # rows — unless the actor is limited to own rows somewhere: then every own policy shows only the actor's rows
     # (defence in depth behind the refusal of those tables and their views, §7.2).
@@ -69,6 +72,35 @@ async def _sql_setup(call: Call, mode: str) -> tuple[str, frozenset[str], Any]:
     else:
         await permissions_rls.set_actor(call.conn, None, all_rows=True)
     return sql, forbidden, checked
+
+
+async def _check_relations(call: Call, checked: CheckedSql) -> None:
+    """What the names alone do not tell the guard: a sequence counts every insert of its table (other people's
+    rows of an own-scoped table too), and a view can rename ``id``/``created_at`` so a write through it escapes
+    the system-column rule — so sequences are not readable and writes go to tables only."""
+    kinds: dict[str, str] = dict(
+        await call.conn.fetch(
+            "SELECT c.relname, c.relkind::text FROM pg_catalog.pg_class c "
+            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = ANY($2)",
+            call.schema,
+            sorted(checked.tables),
+        )
+    )
+    sequences = sorted(name for name, kind in kinds.items() if kind == "S")
+    if sequences:
+        raise SqlChannelError(
+            f"{', '.join(sequences)} is a sequence (it numbers a table's rows), not a table: sequences cannot be "
+            "read on the SQL channel; count rows with SELECT count(*) FROM the table",
+            error_type="recoverable",
+            code="sequence",
+        )
+    if checked.target is not None and kinds.get(checked.target) in ("v", "m"):
+        raise SqlChannelError(
+            f"{checked.target} is a view: the SQL channel writes to tables only; INSERT, UPDATE or DELETE the table "
+            "the view reads",
+            error_type="recoverable",
+            code="view_write",
+        )
 
 
 async def sql_query(call: Call) -> dict[str, Any]:
@@ -96,6 +128,9 @@ async def sql_execute(call: Call) -> dict[str, Any]:
             return pending
         if matched is not None:
             backup_file = write_backup(call, checked.target or "sql", matched)
+            ids = [row.get("id") for row in matched]
+            if all(type(i) is int for i in ids):  # every table here has the platform's id column
+                sql = restrict_delete(checked.sql, ids)  # deletes nothing the backup lacks
     reply = await _run(call, sql, "execute", forbidden)
     if checked.kind == "delete":
         reply["backup_file"] = backup_file

@@ -16,8 +16,10 @@ __all__ = [
     "EXECUTE_STATEMENTS",
     "IDENTIFIER_RE",
     "INDEX_METHODS",
+    "MAX_COMMENT_OPENINGS",
     "MAX_IDENTIFIER_BYTES",
     "MAX_SQL_CHARS",
+    "MAX_SQL_TOKENS",
     "METADATA_PREFIX",
     "PG_CATALOG_SYNTAX_FUNCTIONS",
     "PG_SYSTEM_COLUMNS",
@@ -73,6 +75,14 @@ ROW_FUNCTIONS = _words(
 
 
 MAX_SQL_CHARS = 100_000
+#: Past this many tokens a statement is refused before it is parsed: the parser (libpg_query through pglast, in
+#: the platform's own process) crashed it with a segmentation fault from about 24,000 ``+`` terms (48,000 tokens).
+#: Every 20,000-token shape tried (deep parentheses, unary chains, nested calls, subqueries, CASE) parses cleanly
+#: or is refused cleanly.
+MAX_SQL_TOKENS = 20_000
+#: PostgreSQL's lexer takes time quadratic in the nesting depth of ``/* */`` comments (4,000 levels: 0.3 s per
+#: pass, 12,000: 3 s), before any timeout applies; more ``/*`` than this is refused unread.
+MAX_COMMENT_OPENINGS = 256
 
 
 _AGGREGATES = """

@@ -9,7 +9,8 @@
 * ``SET LOCAL ROLE <schema>_sql``: the per-organisation role of sql_role.py (``org_role``), or, without it, the parser
   guard alone, which every result says (``isolation="guard-only"`` and a note);
 * a result cap: at most ``max_rows`` rows (1,000) and ``max_bytes`` (2 MB of JSON) are read — the statement runs
-  through a portal and nothing past the cap is fetched — and ``truncated`` says when the cap was hit.
+  through a portal and nothing past the cap is fetched; a SELECT's rows are measured on the server first, so a row
+  over the cap is never sent — and ``truncated`` says when the cap was hit.
 
 Rows are converted to JSON-serialisable values by sql_values.py; errors are classified by sql_errors.py; the
 per-organisation role is set up by sql_role.py.
@@ -77,10 +78,19 @@ class SqlResult:
         }
 
 
+def _sized(sql: str, max_bytes: int) -> str:
+    """The checked SELECT ``sql`` as (the row, its size in text): a row over ``max_bytes`` comes back as NULL and
+    its size, so one huge value (``repeat('x', 100000000)``) never crosses the wire into the platform's memory."""
+    row = "ROW(q.*)"  # q.* names the relation even when a column is called q too
+    size = f"pg_catalog.octet_length({row}::pg_catalog.text)"
+    return f"SELECT CASE WHEN {size} <= {int(max_bytes)} THEN {row} END, {size} FROM ({sql}) AS q"
+
+
 async def _read_capped(
-    cursor: Any, names: list[str], max_rows: int, max_bytes: int
+    cursor: Any, names: list[str], max_rows: int, max_bytes: int, *, sized: bool = False
 ) -> tuple[list[dict[str, Any]], bool, int]:
-    """Read rows through an open portal up to the caps: (rows, truncated, rows fetched from the server)."""
+    """Read rows through an open portal up to the caps: (rows, truncated, rows fetched from the server).
+    ``sized``: the portal is of :func:`_sized` (each record is the row and its size)."""
     rows: list[dict[str, Any]] = []
     size = 2  # "[]"
     fetched = 0
@@ -91,7 +101,10 @@ async def _read_capped(
         for record in batch:
             if len(rows) >= max_rows:
                 return rows, True, fetched
-            row = {name: json_value(value) for name, value in zip(names, record.values(), strict=True)}
+            if sized and record[1] > max_bytes:
+                return rows, True, fetched
+            values = record[0] if sized else record.values()
+            row = {name: json_value(value) for name, value in zip(names, values, strict=True)}
             size += len(json.dumps(row, ensure_ascii=False, default=str).encode()) + 1
             if size > max_bytes:
                 return rows, True, fetched
@@ -152,8 +165,10 @@ async def _execute(
         returns_rows = bool(stmt.get_attributes())
         if kind == "select" or returns_rows:
             names = column_names([a.name for a in stmt.get_attributes()])
+            if kind == "select":  # each row checked for size on the server, so no huge value is sent at all
+                stmt = await conn.prepare(_sized(sql, max_bytes))
             cursor = await stmt.cursor()
-            rows, truncated, fetched = await _read_capped(cursor, names, max_rows, max_bytes)
+            rows, truncated, fetched = await _read_capped(cursor, names, max_rows, max_bytes, sized=kind == "select")
             if kind != "select":
                 # A write with RETURNING has run to completion; each returned row is one row written. Count
                 # the rest by moving the portal (MOVE: no row is sent back) rather than reading it.

@@ -19,6 +19,7 @@ Built-in skills use only their own folder and public libraries: nothing here imp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,17 +32,20 @@ from .sql_allowlists import (
     EXECUTE_STATEMENTS,
     IDENTIFIER_RE,
     INDEX_METHODS,
+    MAX_COMMENT_OPENINGS,
     MAX_IDENTIFIER_BYTES,
     MAX_SQL_CHARS,
+    MAX_SQL_TOKENS,
     QUERY_ONLY_HINT,
     RESERVED_COLUMNS,
     SCHEMA_RE,
     STATEMENT_HINTS,
 )
 from .sql_refusal import refuse
+from .sql_role import quote_ident
 from .sql_walker import TreeGuard, string_names
 
-__all__ = ["CheckedSql", "check_sql"]
+__all__ = ["CheckedSql", "check_sql", "restrict_delete"]
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,25 @@ def _check_identifier(name: str, what: str) -> None:
         )
 
 
-def _check_identifier_lengths(sql: str) -> None:
+def _tokens(sql: str) -> list[Any]:
+    """The statement's tokens, refusing before any parsing what would take the parser down or hold it up."""
+    if sql.count("/*") > MAX_COMMENT_OPENINGS:
+        raise refuse(
+            f"the statement opens more than {MAX_COMMENT_OPENINGS} /* comments: remove the comments", "too_complex"
+        )
+    tokens = scan(sql)
+    if len(tokens) > MAX_SQL_TOKENS:
+        raise refuse(
+            f"the statement has {len(tokens):,} tokens, more than {MAX_SQL_TOKENS:,}: split the work into smaller "
+            "statements, or import bulk data with insert_from_file",
+            "too_complex",
+        )
+    return tokens
+
+
+def _check_identifier_lengths(sql: str, tokens: list[Any]) -> None:
     """Refuse identifiers PostgreSQL would silently truncate to 63 bytes (the parse tree holds them truncated)."""
-    for token in scan(sql):
+    for token in tokens:
         if token.name not in ("IDENT", "UIDENT"):
             continue
         text = sql[token.start : token.end + 1]
@@ -326,7 +346,11 @@ class _UnstableCalls(Visitor):
     def visit_FuncCall(self, ancestors: Any, node: ast.FuncCall) -> None:
         name = (string_names(node.funcname) or [""])[-1].lower()
         if name in UNSTABLE_IN_DELETE:
-            self.found.add(name)
+            self.found.add(f"{name}()")
+
+    def visit_RangeTableSample(self, ancestors: Any, node: ast.RangeTableSample) -> None:
+        if node.repeatable is None:
+            self.found.add("TABLESAMPLE without REPEATABLE")
 
 
 def _check_stable_delete(stmt: ast.DeleteStmt) -> None:
@@ -334,9 +358,9 @@ def _check_stable_delete(stmt: ast.DeleteStmt) -> None:
     finder = _UnstableCalls()
     finder(stmt)
     if finder.found:
-        names = ", ".join(f"{name}()" for name in sorted(finder.found))
+        names = ", ".join(sorted(finder.found))
         raise refuse(
-            f"a DELETE may not use {names}: its value changes between the backup of the rows and the delete, so "
+            f"a DELETE may not use {names}: what it matches changes between the backup of the rows and the delete, so "
             "the backup could miss rows; compute the values first (e.g. SELECT the ids) and DELETE by id",
             "unstable_delete",
         )
@@ -362,6 +386,28 @@ def _delete_preview(stmt: ast.DeleteStmt) -> ast.SelectStmt:
     )
 
 
+def restrict_delete(sql: str, ids: Sequence[int]) -> str:
+    """The checked DELETE ``sql`` limited to the rows whose id is in ``ids``: the rows its preview read and backed
+    up (§7.7). Whatever changes between the preview and the delete (a volatile function inside a view, a
+    TABLESAMPLE, a concurrent insert), the delete then never removes a row the backup lacks."""
+    stmt = parse_sql(sql)[0].stmt
+    if not isinstance(stmt, ast.DeleteStmt) or stmt.relation is None:
+        raise ValueError("restrict_delete takes a checked DELETE")
+    relation = stmt.relation
+    target = relation.alias.aliasname if relation.alias is not None else relation.relname
+    listed = "{" + ",".join(str(int(i)) for i in ids) + "}"
+    condition = parse_sql(f"SELECT WHERE {quote_ident(target)}.id = ANY ('{listed}'::bigint[])")[0].stmt.whereClause
+    where = ast.BoolExpr(boolop=enums.BoolExprType.AND_EXPR, args=(condition, stmt.whereClause))
+    restricted = ast.DeleteStmt(
+        relation=relation,
+        usingClause=stmt.usingClause,
+        whereClause=where,
+        returningClause=stmt.returningClause,
+        withClause=stmt.withClause,
+    )
+    return RawStream()(restricted)
+
+
 def check_sql(sql: str, *, schema: str, mode: str, forbidden_tables: frozenset[str] = frozenset()) -> CheckedSql:
     """Check one statement for the SQL channel and route its tables to ``schema``; raise SqlRefused if refused.
 
@@ -381,6 +427,7 @@ def check_sql(sql: str, *, schema: str, mode: str, forbidden_tables: frozenset[s
             "too_complex",
         )
     try:
+        tokens = _tokens(sql)
         statements = parse_sql(sql)
         if len(statements) != 1:
             raise refuse(
@@ -389,7 +436,7 @@ def check_sql(sql: str, *, schema: str, mode: str, forbidden_tables: frozenset[s
                 else "the SQL holds no statement (only comments?): send one statement",
                 "multiple_statements" if statements else "parse_error",
             )
-        _check_identifier_lengths(sql)
+        _check_identifier_lengths(sql, tokens)
         stmt = statements[0].stmt
         if stmt is None:  # pragma: no cover
             raise refuse("the SQL holds no statement", "parse_error")

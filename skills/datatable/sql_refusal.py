@@ -14,7 +14,7 @@ class SqlRefused(ValueError):
 
     Codes: multiple_statements, parse_error, too_complex, statement, transaction, schema, function, type, jsonb,
     node, parameter, where_required, reserved_column, constraint, identifier, system_column, forbidden_table,
-    select_into, locking, cte_write, rewrite, unstable_delete.
+    select_into, locking, cte_write, rewrite, unstable_delete, sequence, view_write.
     """
 
     def __init__(self, reason: str, code: str) -> None:
