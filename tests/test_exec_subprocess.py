@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -313,6 +314,48 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_abort_signal_set_during_the_run_kills_the_process_group(make_skill, skills_root, tmp_path):
+    """A subprocess cannot see the caller's Event: the platform kills its group when it is set, children too."""
+    make_skill(
+        "waits",
+        "name: waits\ndescription: d\nexec: {config: run.sh, timeout: 30}",
+        files={"run.sh": "sleep 30 > /dev/null 2>&1 &\necho $! > child.pid\nsleep 30\ntouch finished\n"},
+    )
+    workspace = tmp_path / "ws"
+    stop = asyncio.Event()
+
+    async def press_stop() -> None:
+        while not (workspace / "child.pid").exists():
+            await asyncio.sleep(0.02)
+        stop.set()
+
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        presser = asyncio.create_task(press_stop())
+        env = await yard.run("waits", context={"workspace_dir": str(workspace), "abort_signal": stop})
+        await presser
+    pid = int((workspace / "child.pid").read_text())
+    try:
+        assert env["ok"] is False and env["aborted"] is True and "abort_signal" in env["error"], env
+        assert not (workspace / "finished").exists()
+        deadline = time.monotonic() + 3
+        while _alive(pid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert not _alive(pid), "the background child outlived the abort"
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def test_abort_signal_left_unset_changes_nothing(make_skill, skills_root):
+    make_skill(
+        "quick", "name: quick\ndescription: d\nexec: {config: run.sh}", files={"run.sh": "echo '{\"ok\": true}'\n"}
+    )
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        env = await yard.run("quick", context={"abort_signal": asyncio.Event()})
+    assert env["ok"] is True and "aborted" not in env
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

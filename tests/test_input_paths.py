@@ -247,11 +247,34 @@ def test_symlink_into_another_workspace_is_refused(disk):
         42,
         None,
         True,
-        {"path": "../x"},
+        {"note": "../x"},  # an object's own fields are normalized only when they are path fields
     ],
 )
 def test_empty_non_string_and_url_values_are_left_alone(disk, value):
     assert disk.norm(image=value, output=value) == {"image": value, "output": value}
+
+
+def test_path_fields_of_objects_inside_path_fields_are_normalized(disk):
+    """``{"clips": [{"src": "../../etc/passwd"}]}``: a path field nested in a path field's value never passes
+    ``..`` or ``~`` through; objects under other fields (a record's ``path`` column) are data and stay as given."""
+    given = {
+        "clips": [{"src": "../../etc/passwd", "start": 3}, {"src": "~/.ssh/id_rsa"}, "../c.mp4"],
+        "input": {"output": "/abs/elsewhere/out.mp4", "file": {"path": "../../deep.txt"}},
+        "records": [{"path": "../keep/as/data.txt"}],
+    }
+    result = normalize_paths(given, disk.ws, disk.root)
+    ws = str(disk.ws)
+    assert result["clips"] == [{"src": f"{ws}/passwd", "start": 3}, {"src": f"{ws}/id_rsa"}, f"{ws}/c.mp4"]
+    assert result["input"] == {"output": f"{ws}/out.mp4", "file": {"path": f"{ws}/deep.txt"}}
+    assert result["records"] == [{"path": "../keep/as/data.txt"}]
+    assert given["clips"][0]["src"] == "../../etc/passwd"  # the caller's input is not changed
+
+
+def test_a_nested_path_into_another_session_is_refused(disk):
+    other = disk.root / "other-session"
+    other.mkdir(parents=True, exist_ok=True)
+    with pytest.raises(InputPathError):
+        normalize_paths({"clips": [{"src": str(other / "a.mp4")}]}, disk.ws, disk.root)
 
 
 def test_fields_outside_path_fields_are_untouched_and_input_is_not_mutated(disk):

@@ -218,7 +218,13 @@ def run(
     if workspace is not None:
         workspace.mkdir(parents=True, exist_ok=True)
         ctx["workspace_dir"] = str(workspace.resolve())
-    if session:
+    if session is not None:
+        from .invoke.pipeline import check_session_id
+
+        try:
+            check_session_id(session)  # an empty or unsafe id is a mistake, never "no session"
+        except SkillyardError as exc:
+            raise click.UsageError(str(exc)) from None
         ctx["session_id"] = session
     if attach and not ctx.get("session_id"):
         raise click.UsageError("--attach needs --session ID: attachments belong to a session")

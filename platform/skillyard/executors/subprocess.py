@@ -159,6 +159,10 @@ async def run_subprocess(
             non_retriable=True,
             missing_bins=[binary],
         )
+    abort = ctx.get("abort_signal")
+    abort = abort if isinstance(abort, asyncio.Event) else None
+    if abort is not None and abort.is_set():
+        return _aborted(skill)
     cwd = ctx.get("workspace_dir") or None
     if cwd:  # a caller-given workspace may not exist yet; one mkdir is nothing next to a fork and exec
         os.makedirs(cwd, exist_ok=True)
@@ -173,11 +177,17 @@ async def run_subprocess(
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )
+    output = asyncio.ensure_future(proc.communicate())
     try:
-        stdout, stderr = await proc.communicate()
+        if abort is not None and not await _first_of(output, abort):
+            _kill_group(proc)  # the process cannot see the Event: the platform stops it for the caller
+            await output
+            return _aborted(skill)
+        stdout, stderr = await output
     except asyncio.CancelledError:
         _kill_group(proc)
         await proc.wait()
+        output.cancel()
         raise
     err_text = stderr.decode("utf-8", "replace")
     for line in err_text.splitlines():
@@ -193,6 +203,25 @@ async def run_subprocess(
             error_type="transient",
         )
     return parse_stdout(out_text, cwd)
+
+
+async def _first_of(output: asyncio.Future[Any], abort: asyncio.Event) -> bool:
+    """Wait for the process's output or the caller's abort signal: True when the output came first."""
+    aborted = asyncio.ensure_future(abort.wait())
+    try:
+        await asyncio.wait((output, aborted), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        aborted.cancel()
+    return output.done()
+
+
+def _aborted(skill: Skill) -> dict[str, Any]:
+    return failure(
+        skill.name,
+        f"skill {skill.name!r} was stopped: the caller set abort_signal",
+        aborted=True,
+        error_type="transient",
+    )
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:

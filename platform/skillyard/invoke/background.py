@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..outputs.display import RICH_CHANNELS
@@ -65,7 +66,8 @@ def dispatch_background(yard: SkillYard, run: Run, configs: dict[str, Any]) -> d
         except Exception:  # the acknowledgement is already sent; make sure the failure is seen
             log.exception("background run of %r crashed", run.skill.name)
             envelope = {"ok": False, "error": f"{run.skill.name} crashed in the background"}
-        delivered = await yard.channels.deliver(ctx, _summary(envelope, run.skill.name), _artifact_items(envelope))
+        files = _artifact_items(envelope, Path(ctx["workspace_dir"]))
+        delivered = await yard.channels.deliver(ctx, _summary(envelope, run.skill.name), files)
         log.info("background run of %r finished (ok=%s, delivered=%s)", run.skill.name, envelope.get("ok"), delivered)
 
     yard.background.start(background())
@@ -78,7 +80,13 @@ def dispatch_background(yard: SkillYard, run: Run, configs: dict[str, Any]) -> d
     }
 
 
-def _artifact_items(envelope: dict[str, Any]) -> list[dict[str, Any]]:
+def _artifact_items(envelope: dict[str, Any], workspace: Path) -> list[dict[str, Any]]:
+    """The declared artifacts whose file exists (a relative path is read in the workspace): a channel is never
+    handed a path to nothing."""
     from ..outputs.artifacts import declared_artifacts
 
-    return [dict(item) for item, _ in declared_artifacts(envelope) if item.get("local_path")]
+    return [
+        dict(item)
+        for item, _ in declared_artifacts(envelope)
+        if isinstance(item.get("local_path"), str) and (workspace / item["local_path"]).is_file()
+    ]

@@ -158,8 +158,8 @@ def _normalize(field: str, value: str, workspace: _Workspace) -> str:
 
 
 def normalize_paths(input: dict[str, Any], workspace: Path, workspaces_root: Path) -> dict[str, Any]:
-    """Return a new input dict with path fields normalized (top-level fields in PATH_FIELDS, string values or lists
-    of strings).
+    """Return a new input dict with path fields normalized (fields in PATH_FIELDS: strings, lists of strings, and
+    the path fields of objects inside them, ``{"clips": [{"src": "a.mp4"}]}``).
 
     - Absolute paths are kept, unless they lie in another session's workspace (under ``workspaces_root`` but not
       in ``workspace``), lexically or once symlinks are resolved: refused.
@@ -177,17 +177,28 @@ def normalize_paths(input: dict[str, Any], workspace: Path, workspaces_root: Pat
     Raises InputPathError naming the field.
     """
     place = _Workspace.of(workspace, workspaces_root)
-    result = dict(input)
-    for field, value in input.items():
-        if field not in PATH_FIELDS:
-            continue
-        if isinstance(value, str):
-            result[field] = _normalize(field, value, place)
-        elif isinstance(value, list):  # arrays of paths are de-duplicated once normalized (§3.3)
-            result[field] = _dedup(
-                [_normalize(field, item, place) if isinstance(item, str) else item for item in value]
-            )
+    return _normalize_fields(input, place)
+
+
+def _normalize_fields(values: dict[str, Any], place: _Workspace) -> dict[str, Any]:
+    """The path fields of one object normalized; objects inside a path field's value (``{"clips": [{"src": …}]}``)
+    have their own path fields normalized the same way. Objects under other fields are data, not paths (a
+    datatable record's ``path`` column), and are left alone."""
+    result = dict(values)
+    for field, value in values.items():
+        if field in PATH_FIELDS:
+            result[field] = _normalize_value(field, value, place)
     return result
+
+
+def _normalize_value(field: str, value: Any, place: _Workspace) -> Any:
+    if isinstance(value, str):
+        return _normalize(field, value, place)
+    if isinstance(value, dict):
+        return _normalize_fields(value, place)
+    if isinstance(value, list):  # arrays of paths are de-duplicated once normalized (§3.3)
+        return _dedup([_normalize_value(field, item, place) for item in value])
+    return value
 
 
 def _shell_word(path: str, text: str, start: int, end: int) -> str:

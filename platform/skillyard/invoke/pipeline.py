@@ -168,8 +168,8 @@ async def _context(
     session = ctx["session_id"] or "default"
     check_session_id(session)
     ctx["workspace_dir"] = yard.workspace(session, ctx["workspace_dir"] or None)
-    if not ctx["attachments"] and ctx["session_id"]:
-        ctx["attachments"] = await yard.attachments_for(ctx["session_id"], turn)
+    if not ctx["attachments"]:  # a run without a session has those of `default`, where its artifacts go
+        ctx["attachments"] = await yard.attachments_for(session, turn)
     if depth == 0 and ctx["channel_registry"] is None and ctx["channel"]:
         ctx["channel_registry"] = yard.channels
     if depth == 0 and "abort_signal" not in given:

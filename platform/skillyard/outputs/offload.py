@@ -42,6 +42,20 @@ def _sample(value: Any) -> Any:
     return value if len(text) <= SAMPLE_LIMIT else text[:SAMPLE_LIMIT] + "…"
 
 
+def _arrays(envelope: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each list of the result with its count and first item: the top-level ones by name, and those one object
+    down by dotted path (``data.rows`` of §6.1's ``{"success": true, "data": {...}}``)."""
+    found: dict[str, dict[str, Any]] = {}
+    for key, value in envelope.items():
+        if key in KEPT:
+            continue
+        inner = value.items() if isinstance(value, dict) else ()
+        for path, items in ((key, value), *((f"{key}.{k}", v) for k, v in inner)):
+            if isinstance(items, list):
+                found[path] = {"count": len(items), "sample": _sample(items[0]) if items else None}
+    return found
+
+
 def receipt_for(envelope: dict[str, Any], offload_file: Path) -> dict[str, Any]:
     """The receipt that replaces an offloaded result."""
     receipt = {k: envelope[k] for k in KEPT if k in envelope}
@@ -49,11 +63,7 @@ def receipt_for(envelope: dict[str, Any], offload_file: Path) -> dict[str, Any]:
         offloaded=True,
         offload_file=str(offload_file),
         fields=list(envelope),
-        arrays={
-            k: {"count": len(v), "sample": _sample(v[0]) if v else None}
-            for k, v in envelope.items()
-            if isinstance(v, list) and k not in KEPT
-        },
+        arrays=_arrays(envelope),
         note=f"The full result is in {offload_file.name}; read that file for the rest.",
     )
     return receipt
