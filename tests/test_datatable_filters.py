@@ -152,7 +152,8 @@ def test_field_map_with_a_field_named_field() -> None:
         ({"地区": "华东"}, ("unknown field '地区'",)),
         ({"部门": {"op": "eq"}}, ("cannot read",)),
         ({"部门": []}, ("at least one value",)),
-        ({"部门": "{部门名}x", "薪资": "{dept}"}, ("unresolved reference '{dept}'",)),
+        ({"部门": "{部门名}x", "薪资": "{dept}"}, ("unresolved reference '{部门名}x'",)),
+        ({"部门": "研发", "薪资": "{dept}"}, ("unresolved reference '{dept}'",)),
         ({"or": [{"field": "部门"}]}, ("AND only", "sql_query")),
         ({"$or": []}, ("AND only",)),
     ],
@@ -281,8 +282,9 @@ def test_refused_filters(raw: Any, fragments: tuple[str, ...]) -> None:
 @pytest.mark.parametrize(
     "value",
     [
-        "{部门}",  # not a placeholder by the rule: {xxx} starts with a letter or underscore
         '{"a": 1}',
+        "{}",
+        "{1,2}",
         "a{",
         "{1}",
         "steps.x",

@@ -68,7 +68,11 @@ _SCALARS = (str, int, float, Decimal, date, time)  # bool is an int
 _EXAMPLE = (
     '[{"field": "部门", "op": "eq", "value": "研发"}, {"field": "薪资", "op": "between", "value": [8000, 20000]}]'
 )
-_PLACEHOLDER = re.compile(r"\{[A-Za-z_][^{}]*\}")
+#: An unfilled template placeholder: ``{name}`` or ``{{ name }}`` whose content is a name — a letter (any script) or
+#: ``_`` first, then word characters, dots or hyphens, spaces allowed around it — as templates write them
+#: (``{部门}``, ``{{ dept }}``, ``{step.output}``). Braces around anything else are a value, not a reference: JSON text
+#: (``{"a": 1}``), ``{}`` and array literals (``{1,2}``) may be legitimate filter values.
+_PLACEHOLDER = re.compile(r"\{\{?\s*[^\W\d][\w.\-]*\s*\}\}?")
 
 
 @dataclass(frozen=True)
@@ -133,16 +137,20 @@ def short(value: Any) -> str:
 # filters
 
 
-def parse_filters(raw: Any, known_fields: Collection[str]) -> tuple[list[Condition], list[str]]:
+def parse_filters(
+    raw: Any, known_fields: Collection[str], *, array_fields: Collection[str] = ()
+) -> tuple[list[Condition], list[str]]:
     """(conditions, action notes). ``raw`` is the ``filters`` parameter; empty/None means no conditions.
 
     Accepted: the array of ``{field, op, value}`` (§7.4). Tolerated and reported in the notes: a JSON text of it, a
     single condition object, a field map ``{"部门": "研发"}`` (eq conditions; a list value → in; null → is_null),
-    symbolic ops (``>=``), a missing op (eq), eq/ne with null or empty text (is_null / not_null). Everything else —
-    unknown fields, items that are not objects, unknown keys or ops, bad value shapes, unresolved references — raises
-    :class:`FilterError`.
+    symbolic ops (``>=``), a missing op (eq), eq/ne with null or empty text (is_null / not_null). eq / ne on a field
+    of ``array_fields`` (多选) also take an array of options — the whole set, as a write to the field takes it.
+    Everything else — unknown fields, items that are not objects, unknown keys or ops, bad value shapes, unresolved
+    references — raises :class:`FilterError`.
     """
     known = frozenset(known_fields)
+    arrays = frozenset(array_fields)
     notes: list[str] = []
     if raw is None or raw == "" or raw == [] or raw == {}:
         return [], notes
@@ -163,7 +171,7 @@ def parse_filters(raw: Any, known_fields: Collection[str]) -> tuple[list[Conditi
             return _from_field_map(raw, known, notes), notes
     if not isinstance(raw, list | tuple):
         raise FilterError(f"filters must be an array of {{field, op, value}} objects, e.g. {_EXAMPLE}")
-    conditions = [_condition(item, i, known, notes) for i, item in enumerate(raw)]
+    conditions = [_condition(item, i, known, arrays, notes) for i, item in enumerate(raw)]
     return conditions, notes
 
 
@@ -190,7 +198,7 @@ def _from_field_map(raw: Mapping[Any, Any], known: frozenset[str], notes: list[s
     return conditions
 
 
-def _condition(item: Any, index: int, known: frozenset[str], notes: list[str]) -> Condition:
+def _condition(item: Any, index: int, known: frozenset[str], arrays: frozenset[str], notes: list[str]) -> Condition:
     where = f"filters[{index}]"
     if not isinstance(item, Mapping):
         raise FilterError(
@@ -250,13 +258,13 @@ def _condition(item: Any, index: int, known: frozenset[str], notes: list[str]) -
         return Condition(field, op, [low, high])
     if op == "contains":
         if isinstance(value, list | tuple):  # a 多选 field: contains all of these options
-            if not value or not all(isinstance(v, str) and v.strip() for v in value):
-                raise FilterError(f"{where}: contains takes a text, or a non-empty array of option texts")
-            return Condition(field, op, list(value))
+            return Condition(field, op, _options(value, where, op))
         if not _is_scalar(value) or isinstance(value, bool) or (isinstance(value, str) and not value.strip()):
             raise FilterError(f"{where}: contains needs a non-empty text to look for, got {short(value)}")
         return Condition(field, op, value)
     # eq ne gt gte lt lte
+    if op in ("eq", "ne") and field in arrays and isinstance(value, list | tuple):  # a 多选 field: exactly these
+        return Condition(field, op, _options(value, where, op))
     if isinstance(value, list | tuple):
         hint = " use in for a list of values" if op in ("eq", "ne") else " use between for a range"
         raise FilterError(f"{where}: {op} takes one value, got an array;{hint}")
@@ -271,6 +279,15 @@ def _condition(item: Any, index: int, known: frozenset[str], notes: list[str]) -
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+
+
+def _options(value: Sequence[Any], where: str, op: str) -> list[str]:
+    """An array of 多选 option texts (contains, eq, ne): at least one, none empty — an empty array or a blank or
+    nested item would otherwise match nothing or everything; the field's converter then checks the texts are
+    configured options."""
+    if not value or not all(isinstance(v, str) and v.strip() for v in value):
+        raise FilterError(f"{where}: {op} takes a text, or a non-empty array of option texts, got {short(value)}")
+    return list(value)
 
 
 def _in_values(value: Any, where: str) -> list[Any]:

@@ -128,10 +128,7 @@ def _convert_condition(ctx: RowContext, cond: Condition) -> Condition:
     convert = ctx.validator.convert
     try:
         if field in ctx.arrays:
-            items = convert(field, value if isinstance(value, list | tuple) else [value])
-            if items is None:
-                raise FieldError(f"{field}: give at least one option")
-            return Condition(field, op, items)
+            return Condition(field, op, _option_set(ctx, field, op, value))
         if op == "contains":
             return cond  # compared as text (ILIKE) whatever the type
         if op in ("in", "between"):
@@ -141,10 +138,23 @@ def _convert_condition(ctx: RowContext, cond: Condition) -> Condition:
         raise RowsError(f"filters: {exc}", need_param="filters") from None
 
 
+def _option_set(ctx: RowContext, field: str, op: str, value: Any) -> list[str]:
+    """A 多选 filter value as the field's converter writes it: known options, de-duplicated, in the options' order.
+
+    eq / ne compare the whole stored set, so their value is converted exactly like a write (an option, a list, or a
+    text such as "红,绿"); the stored array has the same canonical order, so ``=`` compares the sets regardless of
+    the order they were given in. contains / in take an option or a list of options, each one an option."""
+    whole = op in ("eq", "ne") or isinstance(value, list | tuple)
+    items = ctx.validator.convert(field, value if whole else [value])
+    if items is None:
+        raise FieldError(f"{field}: give at least one option")
+    return list(items)
+
+
 def parse_row_filters(ctx: RowContext, raw: Any, notes: list[str] | None) -> list[Condition]:
     """The conditions; what parse_filters normalized (e.g. a field-map shape) is appended to ``notes``."""
     try:
-        conditions, found = parse_filters(raw, ctx.names)
+        conditions, found = parse_filters(raw, ctx.names, array_fields=ctx.arrays)
     except FilterError as exc:
         raise RowsError(str(exc), need_param="filters") from None
     if notes is not None:

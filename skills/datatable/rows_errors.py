@@ -67,7 +67,8 @@ def classify(exc: BaseException) -> RowsError:
     """A RowsError for any exception of a row action, by SQLSTATE (§7.8.4), never by class name or English text.
 
     23505 → recoverable naming the field and value; other 23xxx and 22xxx → recoverable (fix the value);
-    42P01 / 42703 → recoverable (the table or a field changed: refresh list_columns); 40001 / 40P01 / 57014 / 08xxx /
+    42P01 / 42703 → recoverable (the table or a field changed: refresh list_columns); 21000 → recoverable (several
+    records of the call hit one row: send each key once); 40001 / 40P01 / 57014 / 08xxx /
     53xxx / 55P03 → transient (retry); 42501 → config; any other code → transient with the code. No SQLSTATE means
     the value never reached the database (asyncpg could not encode it) → recoverable.
     """
@@ -112,6 +113,14 @@ def classify(exc: BaseException) -> RowsError:
         return RowsError(
             f"the database refused a value ({message}); fix it to match the field's type (list_columns)",
             need_param="data",
+            sqlstate=state,
+        )
+    if state == "21000":
+        return RowsError(
+            f"several records of this call match the same row ({message}); records whose key_fields hold the same "
+            "value — also when written differently, e.g. 1,001 and 1001, or one instant with two offsets — must be "
+            "merged into one record: send each key once",
+            need_param="records",
             sqlstate=state,
         )
     if state in ("42P01", "42703"):

@@ -4,7 +4,8 @@
 Decisions:
 
 * upsert matches on ``key_fields`` (equal values; a key field may not be empty, so this is ``IS NOT DISTINCT FROM``)
-  and needs no unique constraint (§7.8.6). Rows of one batch with the same key are collapsed: the last one is
+  and needs no unique constraint (§7.8.6). Rows of one batch with the same key — compared on the converted values,
+  as PostgreSQL compares them (``"1,001"`` = ``1001``; one instant in two offsets) — are collapsed: the last one is
   written, the earlier ones are reported as failed.
 * As in insert_batch (rows_write.py), the batch is one set-based statement in a savepoint, and only a row-level
   error (SQLSTATE class 22 or 23) makes it fall back to one savepoint per row.
@@ -15,8 +16,7 @@ Decisions:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import asyncpg
@@ -50,14 +50,13 @@ def _key_fields(ctx: RowContext, raw: Any) -> list[str]:
     return keys
 
 
-def _key_part(value: Any) -> Any:
-    """One key value as a hashable, comparable part of a batch row's key: an int or a str as it is, anything else by
-    its JSON text (in a tuple, so it never equals a plain str). A field's converter returns one type, so the values
-    at one key position share it, and two of them are equal here exactly when their JSON texts are (as before)."""
-    kind = value.__class__
-    if kind is int or kind is str:
-        return value
-    return (json.dumps(value, default=str, ensure_ascii=False),)
+def _key_part(value: Any) -> Hashable:
+    """One converted key value as a hashable part of a batch row's key, equal for two values exactly when PostgreSQL
+    finds them equal: two records of one batch that match the same row would make the MERGE fail (SQLSTATE 21000),
+    so they are collapsed here. The converted values compare as the database does — ints, Decimals rounded to the
+    field's scale (``1.0`` = ``1.00``), aware datetimes by instant (``10:00+08:00`` = ``02:00Z``), texts exactly — and
+    a 多选 list, in the options' order already, becomes a tuple."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _key_match(keys: Sequence[str], exprs: Sequence[str]) -> str:
@@ -173,16 +172,16 @@ async def upsert(
         extra = scope_conditions(ctx, extra_conditions)
         forced = stamp_values(ctx, stamp or {})
         valid, dropped, skipped = validate_rows(ctx, rows_in, insert=False, errors=errors)
-        by_key: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = {}
+        by_key: dict[tuple[Hashable, ...], tuple[int, dict[str, Any]]] = {}
         for number, values in valid:
             missing = [k for k in keys if values.get(k) is None]
             if missing:
                 errors.add(number, f"key field(s) {', '.join(missing)} empty; every record needs its key_fields")
                 continue
+            values.update(forced)  # the key the MERGE compares includes a forced value (the owner field)
             key = tuple(_key_part(values[k]) for k in keys)
             if key in by_key:
                 errors.add(by_key[key][0], f"same key as row {number}; only the last row with this key was written")
-            values.update(forced)
             by_key[key] = (number, values)
         batch = sorted(by_key.values(), key=lambda item: item[0])
         if batch:
