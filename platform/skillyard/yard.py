@@ -198,7 +198,7 @@ class SkillYard:
     async def attachments_for(self, session_id: str, turn: Turn | None = None) -> list[dict[str, Any]]:
         """A session's attachments as ``runtime_context`` items (§4.7), read once per turn; each run gets its own
         copy, so a skill that changes its list changes nothing for the turn's later runs."""
-        if turn is None or turn.session_id != session_id:
+        if turn is None or (turn.session_id or "default") != session_id:  # a session-less turn is `default`'s
             return [a.as_context_item() for a in await self.attachments.for_session(session_id)]
         if turn.attachments is None:
             turn.attachments = [a.as_context_item() for a in await self.attachments.for_session(session_id)]
