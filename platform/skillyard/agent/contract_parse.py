@@ -33,7 +33,7 @@ from .contract import (
     When,
 )
 from .contract_values import ContractError, ContractIssue, ContractReader, is_unset, json_path, type_name
-from .expressions import PLATFORM_FIELDS, Prefix
+from .expressions import HIDDEN_PLATFORM_FIELDS, PLATFORM_FIELDS, Prefix
 
 __all__ = ["ContractError", "ContractIssue", "load_contract_text", "parse_contract"]
 
@@ -226,9 +226,12 @@ class _ContractWalk(ContractReader):
             if not isinstance(node, Mapping):
                 self.fail("§19", path, f"an input must be an object, not {type_name(node)}")
                 continue
+            source = self.text(node, "from", path)
+            if source is not None and source.startswith(f"{Prefix.PLATFORM.value}."):
+                self.expression(source, json_path(path, "from"))  # §11: only open platform fields, as for args
             out[str(name)] = InputSpec(
                 name=str(name),
-                from_expr=self.text(node, "from", path),
+                from_expr=source,
                 required=self.boolean(node, "required", path, True),
                 provider=self.text(node, "provider", path),
             )
@@ -246,7 +249,7 @@ class _ContractWalk(ContractReader):
             if not isinstance(node, Mapping):
                 self.fail("§19", path, f"an output must be an object, not {type_name(node)}")
                 continue
-            if key in PLATFORM_FIELDS:
+            if key in PLATFORM_FIELDS or key in HIDDEN_PLATFORM_FIELDS:  # every §11 name, open or closed
                 self.fail("§11", path, f"output key {key!r} is a reserved platform field name; rename the output")
             kind = self.enum(node, "type", path, OutputType, OutputType.VALUE) or OutputType.VALUE
             fields = self.strings(node, "fields", path)
