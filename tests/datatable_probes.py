@@ -21,6 +21,24 @@ FIELDS = [
     {"title": "金额", "uidt": "金额"},
 ]
 
+#: One field of every logical type (§7.1), the required text first.
+ONE_OF_EACH_TYPE = [
+    {"title": "名称", "uidt": "文本", "required": True},
+    {"title": "数量", "uidt": "整数"},
+    {"title": "价格", "uidt": "数字"},
+    {"title": "金额", "uidt": "金额"},
+    {"title": "日期", "uidt": "日期"},
+    {"title": "时刻", "uidt": "日期时间"},
+    {"title": "时间", "uidt": "时间"},
+    {"title": "完成", "uidt": "勾选"},
+    {"title": "城市", "uidt": "单选", "options": ["上海", "北京"]},
+    {"title": "标签", "uidt": "多选", "options": ["红", "绿", "蓝"]},
+    {"title": "邮箱", "uidt": "邮箱"},
+    {"title": "电话", "uidt": "电话"},
+    {"title": "主页", "uidt": "链接"},
+    {"title": "附加", "uidt": "JSON"},
+]
+
 
 @pytest.fixture
 async def yard() -> AsyncIterator[SkillYard]:

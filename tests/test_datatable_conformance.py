@@ -14,7 +14,18 @@ from typing import Any
 
 import pytest
 
-from datatable_probes import FIELDS, context, count, grant, make_table, run, unload, workspace, write_json
+from datatable_probes import (
+    FIELDS,
+    ONE_OF_EACH_TYPE,
+    context,
+    count,
+    grant,
+    make_table,
+    run,
+    unload,
+    workspace,
+    write_json,
+)
 from skillyard import SkillYard
 
 pytestmark = pytest.mark.usefixtures("home", "db_env")
@@ -211,22 +222,7 @@ async def test_system_columns_cannot_be_defined(yard: SkillYard, org: str) -> No
 # ====================================================================================================================
 # Write validation (§7.5)
 
-VALUE_FIELDS = [
-    {"title": "名称", "uidt": "文本", "required": True},
-    {"title": "数量", "uidt": "整数"},
-    {"title": "价格", "uidt": "数字"},
-    {"title": "金额", "uidt": "金额"},
-    {"title": "日期", "uidt": "日期"},
-    {"title": "时刻", "uidt": "日期时间"},
-    {"title": "时间", "uidt": "时间"},
-    {"title": "完成", "uidt": "勾选"},
-    {"title": "城市", "uidt": "单选", "options": ["上海", "北京"]},
-    {"title": "标签", "uidt": "多选", "options": ["红", "绿", "蓝"]},
-    {"title": "邮箱", "uidt": "邮箱"},
-    {"title": "电话", "uidt": "电话"},
-    {"title": "主页", "uidt": "链接"},
-    {"title": "附加", "uidt": "JSON"},
-]
+VALUE_FIELDS = ONE_OF_EACH_TYPE
 
 
 @pytest.fixture
