@@ -14,7 +14,7 @@ import pytest
 # Tests never autoload third-party plugins (an empty allow-list loads none).
 os.environ["SKILLYARD_LOAD_PLUGINS"] = ""
 
-pytest_plugins = ("datatable_probes",)  # the yard and org fixtures of the datatable review probes
+pytest_plugins = ("datatable_probes", "recording_channel")  # shared fixtures: yard and org, recording_channel
 
 
 @pytest.fixture(scope="session")

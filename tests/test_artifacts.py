@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from skillyard import SkillYard, hookimpl
+from skillyard import SkillYard
 from skillyard.cli import cli
-from skillyard.plugins import pm
 
 WRITER = """
 from pathlib import Path
@@ -244,31 +243,6 @@ async def test_force_raw_prompt_overwrites_the_first_required_field(make_skill, 
         delegated = await yard.run("delegator", context={"raw_input": "画一只戴帽子的猫"})
     assert direct["prompt"] == "画一只戴帽子的猫"
     assert delegated["prompt"] == "upstream text"
-
-
-class RecordingChannel:
-    def __init__(self) -> None:
-        self.sent: list[tuple[dict, str, list]] = []
-
-    async def send(self, recipient, text, attachments):
-        self.sent.append((dict(recipient), text, list(attachments)))
-
-
-@pytest.fixture
-def recording_channel():
-    channel = RecordingChannel()
-
-    class Plugin:
-        @hookimpl
-        def register_channels(self, register):
-            register("telegram", channel)
-
-    plugin = Plugin()
-    pm.register(plugin, name="recording-channel")
-    try:
-        yield channel
-    finally:
-        pm.unregister(plugin)
 
 
 SLOW_RENDER = """

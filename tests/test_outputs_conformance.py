@@ -20,9 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from local_http import serve
-from skillyard import SkillYard, hookimpl, safe_write
+from skillyard import SkillYard, safe_write
 from skillyard.cli import cli
-from skillyard.plugins import pm
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
 HTML = b"<!DOCTYPE html><html><head><title>a page</title></head><body>hello</body></html>"
@@ -905,31 +904,6 @@ async def test_call_skill_results_skip_post_processing(make_skill, yard_for, db_
 # =================================================================================================================
 # Async skills and the wall clock (§8)
 # =================================================================================================================
-
-
-class RecordingChannel:
-    def __init__(self) -> None:
-        self.sent: list[tuple[dict, str, list]] = []
-
-    async def send(self, recipient, text, attachments):
-        self.sent.append((dict(recipient), text, list(attachments)))
-
-
-@pytest.fixture
-def recording_channel():
-    channel = RecordingChannel()
-
-    class Plugin:
-        @hookimpl
-        def register_channels(self, register):
-            register("dingtalk", channel)
-
-    plugin = Plugin()
-    pm.register(plugin, name="review-recording-channel")
-    try:
-        yield channel
-    finally:
-        pm.unregister(plugin)
 
 
 SLOW = """

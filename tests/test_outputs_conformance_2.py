@@ -26,8 +26,7 @@ import httpcore
 import pytest
 
 from local_http import serve
-from skillyard import SkillYard, hookimpl, safe_write
-from skillyard.plugins import pm
+from skillyard import SkillYard, safe_write
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
 HTML = b"<!DOCTYPE html><html><head><title>a page</title></head><body>hello</body></html>"
@@ -1004,31 +1003,6 @@ async def test_offload_with_a_workspace_entry_called_offload_never_breaks_the_ru
 # =================================================================================================================
 # Async skills on non-web channels (§8)
 # =================================================================================================================
-
-
-class RecordingChannel:
-    def __init__(self) -> None:
-        self.sent: list[tuple[dict, str, list]] = []
-
-    async def send(self, recipient, text, attachments):
-        self.sent.append((dict(recipient), text, list(attachments)))
-
-
-@pytest.fixture
-def recording_channel():
-    channel = RecordingChannel()
-
-    class Plugin:
-        @hookimpl
-        def register_channels(self, register):
-            register("dingtalk", channel)
-
-    plugin = Plugin()
-    pm.register(plugin, name="review2-recording-channel")
-    try:
-        yield channel
-    finally:
-        pm.unregister(plugin)
 
 
 RENDER = """

@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 
-from skillyard import SkillYard, hookimpl
-from skillyard.plugins import pm
+from skillyard import SkillYard
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -79,31 +78,6 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess
         cwd=cwd,
         env=dict(os.environ),
     )
-
-
-class RecordingChannel:
-    def __init__(self) -> None:
-        self.sent: list[tuple[dict, str, list]] = []
-
-    async def send(self, recipient, text, attachments):
-        self.sent.append((dict(recipient), text, list(attachments)))
-
-
-@pytest.fixture
-def recording_channel():
-    channel = RecordingChannel()
-
-    class Plugin:
-        @hookimpl
-        def register_channels(self, register):
-            register("dingtalk", channel)
-
-    plugin = Plugin()
-    pm.register(plugin, name="review3-recording-channel")
-    try:
-        yield channel
-    finally:
-        pm.unregister(plugin)
 
 
 # =================================================================================================================
