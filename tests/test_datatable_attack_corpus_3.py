@@ -443,6 +443,19 @@ async def test_sql_delete_beyond_the_result_cap_backs_up_every_row(yard: SkillYa
     assert len(json.loads(Path(env["backup_file"]).read_text(encoding="utf-8"))) == 1102
 
 
+async def test_a_large_sql_delete_runs_whole_and_backs_up_every_row(yard: SkillYard, world: World, conn: Any) -> None:
+    """20,000 rows: the delete limited to the previewed ids must not outgrow the statement length limit (the ids
+    travel as a parameter, not as text)."""
+    schema = f"org_data_{world.org}"
+    await conn.execute(
+        f'INSERT INTO {schema}."订单" ("单号", "数量") SELECT \'n\' || i, i FROM generate_series(1, 20000) i'
+    )
+    env = await run(yard, world.boss, X, sql="delete from 订单 where 数量 >= 0")
+    assert env["ok"] and env["affected"] == 20002, env
+    assert len(json.loads(Path(env["backup_file"]).read_text(encoding="utf-8"))) == 20002
+    assert await count(conn, world.org, "订单") == 0
+
+
 # ====================================================================================================================
 # What the caller passes cannot widen the channel: payload keys are not context
 

@@ -232,7 +232,7 @@ async def test_a_cancelled_stream_leaves_nothing(ws: Path) -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open descriptors through /proc")
-async def test_a_stream_cancelled_while_the_thread_writes_closes_its_file_once(ws: Path) -> None:
+async def test_a_stream_cancelled_at_any_point_leaves_no_file_and_no_descriptor(ws: Path) -> None:
     """Cancelled at any point, also while a batch is on the writing thread: no temp file and no open descriptor
     is left once the thread's last job is over."""
     before = len(os.listdir("/proc/self/fd"))

@@ -198,11 +198,12 @@ class SkillYard:
     async def attachments_for(self, session_id: str, turn: Turn | None = None) -> list[dict[str, Any]]:
         """A session's attachments as ``runtime_context`` items (§4.7), read once per turn; each run gets its own
         copy, so a skill that changes its list changes nothing for the turn's later runs."""
-        if turn is None or (turn.session_id or "default") != session_id:  # a session-less turn is `default`'s
-            return [a.as_context_item() for a in await self.attachments.for_session(session_id)]
-        if turn.attachments is None:
-            turn.attachments = [a.as_context_item() for a in await self.attachments.for_session(session_id)]
-        return [dict(item) for item in turn.attachments]
+        if turn is not None and turn.session == session_id and turn.attachments is not None:
+            return [dict(item) for item in turn.attachments]
+        items = [a.as_context_item() for a in await self.attachments.for_session(session_id)]
+        if turn is not None and turn.session == session_id:
+            turn.attachments = [dict(item) for item in items]
+        return items
 
     async def attach(self, session_id: str, paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
         """Register files as attachments of a session (uploads); returns their descriptions with ``ref``."""

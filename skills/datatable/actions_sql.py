@@ -16,7 +16,7 @@ from .actions_call import Call, check, require
 from .actions_delete import confirmation, write_backup
 from .sql_channel import run_sql
 from .sql_errors import SqlChannelError
-from .sql_guard import CheckedSql, check_sql, restrict_delete
+from .sql_guard import CheckedSql, check_sql
 from .sql_refusal import FORBIDDEN_TABLE, SqlRefused
 
 __all__ = ["DEFAULT_SQL_TIMEOUT", "sql_execute", "sql_query"]
@@ -113,6 +113,7 @@ async def sql_execute(call: Call) -> dict[str, Any]:
     if checked.kind.startswith(("create_", "drop_")):
         await check(call, "create_table")  # CREATE TABLE/INDEX/VIEW and DROP VIEW change structure: owner/admin
     backup_file: str | None = None
+    delete_ids: list[int] | None = None
     if checked.kind == "delete" and checked.preview is not None:
         matched: list[dict[str, Any]] | None
         try:
@@ -130,8 +131,8 @@ async def sql_execute(call: Call) -> dict[str, Any]:
             backup_file = write_backup(call, checked.target or "sql", matched)
             ids = [row.get("id") for row in matched]
             if all(type(i) is int for i in ids):  # every table here has the platform's id column
-                sql = restrict_delete(checked.sql, ids)  # deletes nothing the backup lacks
-    reply = await _run(call, sql, "execute", forbidden)
+                delete_ids = ids  # the delete removes nothing the backup lacks
+    reply = await _run(call, sql, "execute", forbidden, delete_ids=delete_ids)
     if checked.kind == "delete":
         reply["backup_file"] = backup_file
     if checked.kind == "create_table" and reply.get("created"):

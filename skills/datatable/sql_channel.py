@@ -27,13 +27,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 
 from .sql_errors import SqlChannelError, classify_error
-from .sql_guard import check_sql
+from .sql_guard import check_sql, restrict_delete
 from .sql_refusal import SqlRefused
 from .sql_role import org_role, quote_ident
 from .sql_values import column_names, json_value
@@ -124,11 +125,13 @@ async def _execute(
     created: str | None = None,
     max_rows: int = 1000,
     max_bytes: int = 2_000_000,
+    args: Sequence[Any] = (),
 ) -> tuple[list[dict[str, Any]], bool, int | None, list[str]]:
     """Run already-checked SQL in one transaction (timeout, search_path, role): (rows, truncated, affected, notes).
 
-    Internal: ``sql`` is trusted to be the guard's output; tests call this directly to prove the role layer holds
-    on its own. Raises asyncpg errors (run_sql classifies them).
+    Internal: ``sql`` is trusted to be the guard's output (``args``: the values of the platform's own parameters,
+    see ``restrict_delete``); tests call this directly to prove the role layer holds on its own. Raises asyncpg
+    errors (run_sql classifies them).
     """
     notes: list[str] = []
     s = quote_ident(schema)
@@ -167,14 +170,14 @@ async def _execute(
             names = column_names([a.name for a in stmt.get_attributes()])
             if kind == "select":  # each row checked for size on the server, so no huge value is sent at all
                 stmt = await conn.prepare(_sized(sql, max_bytes))
-            cursor = await stmt.cursor()
+            cursor = await stmt.cursor(*args)
             rows, truncated, fetched = await _read_capped(cursor, names, max_rows, max_bytes, sized=kind == "select")
             if kind != "select":
                 # A write with RETURNING has run to completion; each returned row is one row written. Count
                 # the rest by moving the portal (MOVE: no row is sent back) rather than reading it.
                 affected = fetched + (await _count_rest(cursor) if truncated else 0)
         else:
-            await stmt.fetch()
+            await stmt.fetch(*args)
             if kind in ("insert", "update", "delete"):
                 status = stmt.get_statusmsg() or ""
                 last = status.rsplit(" ", 1)[-1]
@@ -221,6 +224,7 @@ async def run_sql(
     timeout: float = 5.0,
     max_rows: int = 1000,
     max_bytes: int = 2_000_000,
+    delete_ids: Sequence[int] | None = None,
 ) -> SqlResult:
     """Check ``sql`` with the guard and run it on ``conn`` for the organisation's ``schema``.
 
@@ -229,7 +233,8 @@ async def run_sql(
     statement's transaction is always rolled back on error. Normally ``conn`` is outside a transaction and the
     statement commits on its own; inside the caller's transaction it runs in a savepoint (its writes then commit
     or roll back with the caller's transaction) and the caller's role, search_path and statement_timeout are put
-    back afterwards.
+    back afterwards. ``delete_ids``: a DELETE then removes only rows with these ids (the rows its preview backed
+    up, ``restrict_delete``).
     """
     if not (isinstance(timeout, (int, float)) and timeout > 0):
         raise SqlChannelError(
@@ -243,6 +248,9 @@ async def run_sql(
         raise SqlChannelError(exc.reason, error_type="recoverable", code=exc.code) from None
     except ValueError as exc:  # a bad mode or schema: the caller's mistake
         raise SqlChannelError(str(exc), error_type="config", code="argument") from None
+    statement, args = checked.sql, ()
+    if delete_ids is not None and checked.kind == "delete":
+        statement, args = restrict_delete(checked.sql), ([int(i) for i in delete_ids],)
 
     try:
         role = await asyncio.wait_for(org_role(conn, schema), timeout + CLIENT_GRACE_SECONDS)
@@ -255,7 +263,7 @@ async def run_sql(
         rows, truncated, affected, more = await asyncio.wait_for(
             _execute(
                 conn,
-                checked.sql,
+                statement,
                 schema=schema,
                 kind=checked.kind,
                 role=role,
@@ -263,6 +271,7 @@ async def run_sql(
                 created=checked.created,
                 max_rows=max_rows,
                 max_bytes=max_bytes,
+                args=args,
             ),
             timeout + CLIENT_GRACE_SECONDS,
         )
@@ -287,7 +296,7 @@ async def run_sql(
         rows=rows,
         row_count=len(rows),
         truncated=truncated,
-        sql=checked.sql,
+        sql=statement,
         affected=affected,
         kind=checked.kind,
         created=checked.created,

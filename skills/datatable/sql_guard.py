@@ -19,7 +19,6 @@ Built-in skills use only their own folder and public libraries: nothing here imp
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -386,17 +385,17 @@ def _delete_preview(stmt: ast.DeleteStmt) -> ast.SelectStmt:
     )
 
 
-def restrict_delete(sql: str, ids: Sequence[int]) -> str:
-    """The checked DELETE ``sql`` limited to the rows whose id is in ``ids``: the rows its preview read and backed
-    up (§7.7). Whatever changes between the preview and the delete (a volatile function inside a view, a
-    TABLESAMPLE, a concurrent insert), the delete then never removes a row the backup lacks."""
+def restrict_delete(sql: str) -> str:
+    """The checked DELETE ``sql`` limited to the rows whose id is in the parameter ``$1`` (a bigint array): the
+    ids its preview read and backed up (§7.7). Whatever changes between the preview and the delete (a volatile
+    function inside a view, a TABLESAMPLE, a concurrent insert), the delete then never removes a row the backup
+    lacks. The ids travel as a parameter, so a delete of many rows stays a short statement."""
     stmt = parse_sql(sql)[0].stmt
     if not isinstance(stmt, ast.DeleteStmt) or stmt.relation is None:
         raise ValueError("restrict_delete takes a checked DELETE")
     relation = stmt.relation
     target = relation.alias.aliasname if relation.alias is not None else relation.relname
-    listed = "{" + ",".join(str(int(i)) for i in ids) + "}"
-    condition = parse_sql(f"SELECT WHERE {quote_ident(target)}.id = ANY ('{listed}'::bigint[])")[0].stmt.whereClause
+    condition = parse_sql(f"SELECT WHERE {quote_ident(target)}.id = ANY ($1::bigint[])")[0].stmt.whereClause
     where = ast.BoolExpr(boolop=enums.BoolExprType.AND_EXPR, args=(condition, stmt.whereClause))
     restricted = ast.DeleteStmt(
         relation=relation,

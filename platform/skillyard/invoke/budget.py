@@ -15,6 +15,8 @@ from .envelope import failure
 CONSECUTIVE_FAILURES_BAN = 2
 TOTAL_FAILURES_WRAP_UP = 4
 SAME_CALL_LOOP = 3
+#: The session of runs (and turns) that name none: its workspace and attachments are theirs.
+DEFAULT_SESSION = "default"
 
 
 def call_fingerprint(skill: str, input: Mapping[str, Any]) -> str:
@@ -40,6 +42,11 @@ class Turn:
     display: DisplayMerge = field(default_factory=DisplayMerge)
     #: The session's attachments, read once per turn (see ``SkillYard.attachments_for``).
     attachments: list[dict[str, Any]] | None = None
+
+    @property
+    def session(self) -> str:
+        """The session the turn's runs use (``DEFAULT_SESSION`` when it names none)."""
+        return self.session_id or DEFAULT_SESSION
 
     def display_md(self) -> DisplayBlock:
         """The turn's merged display block for its channel, and whether it replaces the model's text."""

@@ -21,7 +21,7 @@ from ..outputs.artifacts import file_clock_ns
 from ..plugins import await_me_maybe
 from . import envelope as env_mod
 from .background import dispatch_background, runs_in_background
-from .budget import Turn
+from .budget import DEFAULT_SESSION, Turn
 from .calls import make_call_skill
 from .context import base_context, credential_value, effective_configs, inject_configs
 from .inputs import SUBCOMMAND, prepare_input
@@ -52,13 +52,13 @@ class Run:
     @property
     def session_id(self) -> str:
         """The session whose workspace and attachments the run uses (``default`` without one)."""
-        return str(self.context.get("session_id") or "default")
+        return str(self.context.get("session_id") or DEFAULT_SESSION)
 
     def record_artifact(self, item: dict[str, Any]) -> None:
         """A file the run produced: listed on the turn (once), and visible to its later runs as an attachment —
         only when the run works in the turn's session (a ref names a file of one session)."""
         turn = self.turn
-        if turn is None or self.session_id != (turn.session_id or "default"):
+        if turn is None or self.session_id != turn.session:
             return
         if all(a.get("ref") != item["ref"] for a in turn.artifacts):
             turn.artifacts.append(item)
@@ -165,7 +165,7 @@ async def _context(
     yard: SkillYard, skill: Skill, given: Mapping[str, Any], configs: Mapping[str, Any], depth: int, turn: Turn | None
 ) -> dict[str, Any]:
     ctx = base_context(given)
-    session = ctx["session_id"] or "default"
+    session = ctx["session_id"] or DEFAULT_SESSION
     check_session_id(session)
     ctx["workspace_dir"] = yard.workspace(session, ctx["workspace_dir"] or None)
     if not ctx["attachments"]:  # a run without a session has those of `default`, where its artifacts go

@@ -45,15 +45,17 @@ def _sample(value: Any) -> Any:
 def _arrays(envelope: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Each list of the result with its count and first item: the top-level ones by name, and those one object
     down by dotted path (``data.rows`` of §6.1's ``{"success": true, "data": {...}}``)."""
-    found: dict[str, dict[str, Any]] = {}
+    candidates: list[tuple[str, Any]] = []
     for key, value in envelope.items():
-        if key in KEPT:
-            continue
-        inner = value.items() if isinstance(value, dict) else ()
-        for path, items in ((key, value), *((f"{key}.{k}", v) for k, v in inner)):
-            if isinstance(items, list):
-                found[path] = {"count": len(items), "sample": _sample(items[0]) if items else None}
-    return found
+        if key not in KEPT:
+            candidates.append((key, value))
+            if isinstance(value, dict):
+                candidates.extend((f"{key}.{inner}", item) for inner, item in value.items())
+    return {
+        path: {"count": len(items), "sample": _sample(items[0]) if items else None}
+        for path, items in candidates
+        if isinstance(items, list)
+    }
 
 
 def receipt_for(envelope: dict[str, Any], offload_file: Path) -> dict[str, Any]:
