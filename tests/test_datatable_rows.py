@@ -407,6 +407,16 @@ async def test_upsert_inserts_and_updates_without_a_unique_constraint(conn: asyn
     assert (again["inserted"], again["updated"], again["verified_total"]) == (0, 1, 1)
 
 
+async def test_upsert_verifies_the_rows_it_wrote(conn: asyncpg.Connection, people) -> None:
+    """verified_total counts the rows the MERGE wrote (its RETURNING ids, found again), not every row holding a key
+    of the batch: a batch of key fields only changes nothing in the rows it matches, so they are neither updated nor
+    verified, and the counts agree."""
+    result = await rows_upsert.upsert(conn, people, ["工号"], [{"工号": 1}, {"工号": 2}])
+    assert (result["inserted"], result["updated"], result["failed"], result["verified_total"]) == (0, 0, 0, 0)
+    mixed = await rows_upsert.upsert(conn, people, ["工号"], [{"工号": 1}, {"工号": 2, "薪资": 1}])
+    assert (mixed["inserted"], mixed["updated"], mixed["verified_total"]) == (0, 2, 2)
+
+
 async def test_upsert_duplicate_keys_in_one_batch(conn: asyncpg.Connection, table) -> None:
     result = await rows_upsert.upsert(conn, table, ["工号"], [{"工号": 1, "姓名": "a"}, {"工号": 1, "姓名": "b"}])
     assert (result["inserted"], result["updated"], result["failed"]) == (1, 0, 1)

@@ -34,6 +34,7 @@ from .store_schema import TableInfo, load_fields, quote_ident
 
 __all__ = [
     "RowContext",
+    "count_ids",
     "json_record",
     "json_records",
     "json_value",
@@ -114,6 +115,13 @@ def json_record(ctx: RowContext, row: Mapping[str, Any]) -> dict[str, Any]:
         key: value if type(value) in _PLAIN and key not in json_fields else json_value(value, ctx.fields.get(key))
         for key, value in row.items()
     }
+
+
+async def count_ids(conn: asyncpg.Connection, table: TableInfo, ids: Sequence[int]) -> int:
+    """How many of the rows a write returned are found again (``verified_total``), read through the primary key."""
+    if not ids:
+        return 0
+    return int(await conn.fetchval(f"SELECT count(*) FROM {table.qualified} WHERE id = ANY($1::bigint[])", ids))
 
 
 def status_count(status: str) -> int:

@@ -9,7 +9,9 @@ Decisions:
   written, the earlier ones are reported as failed.
 * As in insert_batch (rows_write.py), the batch is one set-based statement in a savepoint, and only a row-level
   error (SQLSTATE class 22 or 23) makes it fall back to one savepoint per row.
-* ``verified_total`` counts the rows holding the batch's keys after the write, never the whole table.
+* ``verified_total`` counts the rows the MERGE wrote, found again after the write through the primary key (the
+  ids ``MERGE … RETURNING`` gives, PostgreSQL 17+), or before PostgreSQL 17 the rows holding the batch's keys;
+  never the whole table.
 * Required fields are checked only where a record inserts (§7.5: on insert only): the MERGE inserts a record only
   when every required field has a value; a record without one that matched no row is reported as failed.
 """
@@ -24,7 +26,7 @@ import asyncpg
 from .field_errors import FieldError
 from .filters import Condition
 from .rows_batch import batch_columns, batch_records, stamp_values, unnest_source, validate_rows
-from .rows_context import RowContext, load_context, scope_conditions, status_count, where_clause
+from .rows_context import RowContext, count_ids, load_context, scope_conditions, status_count, where_clause
 from .rows_errors import RedoAction, RowErrors, RowsError, classify, is_row_level
 from .store_schema import StoreError, TableInfo, quote_ident
 
@@ -111,8 +113,8 @@ async def _merge(
     columns: Sequence[str],
     rows: Sequence[Mapping[str, Any]],
     extra: Sequence[Condition],
-) -> tuple[int, int]:
-    """One MERGE of ``rows``; (inserted, updated)."""
+) -> tuple[int, int, list[int] | None]:
+    """One MERGE of ``rows``; (inserted, updated, the ids of the rows written or None before PostgreSQL 17)."""
     non_keys = [c for c in columns if c not in keys]
     source, params, exprs, flags = unnest_source(ctx, columns, rows, flagged=non_keys)
     src = dict(zip(columns, exprs, strict=True))
@@ -137,16 +139,16 @@ async def _merge(
         f"THEN INSERT ({', '.join(map(quote_ident, columns))}) VALUES ({', '.join(exprs)})"
     )
     if _has_merge_returning(conn):
-        result = await conn.fetch(sql + " RETURNING merge_action() AS action", *params)
+        result = await conn.fetch(sql + " RETURNING merge_action() AS action, t.id", *params)
         inserted = sum(1 for r in result if r["action"] == "INSERT")
-        return inserted, len(result) - inserted
+        return inserted, len(result) - inserted, [r["id"] for r in result]
     existing = await conn.fetchval(
         f"SELECT count(*) FROM {ctx.table.qualified} AS t WHERE EXISTS (SELECT 1 FROM {source} WHERE {on})", *params
     )
     status = await conn.execute(sql, *params)
     total = status_count(status)
     updated = int(existing) if non_keys else 0
-    return total - updated, updated
+    return total - updated, updated, None
 
 
 async def upsert(
@@ -166,6 +168,7 @@ async def upsert(
     rows_in = batch_records(records, "records")
     errors = RowErrors()
     inserted = updated = 0
+    ids: list[int] | None = []
     try:
         ctx = await load_context(conn, table)
         keys = _key_fields(ctx, key_fields)
@@ -188,7 +191,7 @@ async def upsert(
             columns = batch_columns([v for _, v in batch], ctx)
             if optimistic:  # as in insert_batch: no savepoint; a row-level error redoes the action carefully
                 try:
-                    inserted, updated = await _merge(conn, ctx, keys, columns, [v for _, v in batch], extra)
+                    inserted, updated, ids = await _merge(conn, ctx, keys, columns, [v for _, v in batch], extra)
                 except asyncpg.PostgresError as exc:
                     if is_row_level(exc):
                         raise RedoAction("a row of the batch failed; redo with one savepoint per row") from None
@@ -196,16 +199,17 @@ async def upsert(
             else:
                 try:  # as in insert_batch: the per-row fallback gets its own savepoint only when it is needed
                     async with conn.transaction():
-                        inserted, updated = await _merge(conn, ctx, keys, columns, [v for _, v in batch], extra)
+                        inserted, updated, ids = await _merge(conn, ctx, keys, columns, [v for _, v in batch], extra)
                 except asyncpg.PostgresError as exc:
                     if not is_row_level(exc):
                         raise
                     inserted = updated = 0
+                    ids = []
                     async with conn.transaction():
                         for number, values in batch:
                             try:
                                 async with conn.transaction():
-                                    added, changed = await _merge(conn, ctx, keys, columns, [values], extra)
+                                    added, changed, written = await _merge(conn, ctx, keys, columns, [values], extra)
                             except asyncpg.PostgresError as row_exc:
                                 if not is_row_level(row_exc):
                                     raise
@@ -214,13 +218,18 @@ async def upsert(
                                 continue
                             inserted += added
                             updated += changed
+                            ids = None if written is None or ids is None else [*ids, *written]
             incomplete = [(number, values) for number, values in batch if _missing_required(ctx, values)]
             if incomplete:  # the MERGE inserted none of these: the ones that matched no row were not written
                 for position in sorted(await _unmatched(conn, ctx, keys, [v for _, v in incomplete], extra)):
                     number, values = incomplete[position]
                     names = ", ".join(_missing_required(ctx, values))
                     errors.add(number, f"{names}: required; give a value (no row has this key, so it would insert)")
-            verified = await _count_keys(conn, ctx, keys, [v for _, v in by_key.values()], extra)
+            verified = (
+                await count_ids(conn, table, ids)
+                if ids is not None
+                else await _count_keys(conn, ctx, keys, [v for _, v in by_key.values()], extra)
+            )
         else:
             verified = 0
     except (asyncpg.PostgresError, asyncpg.InterfaceError, StoreError, FieldError) as exc:

@@ -32,6 +32,7 @@ from .filters import Condition
 from .rows_batch import batch_columns, batch_records, is_empty_row, stamp_values, unnest_source, validate_rows
 from .rows_context import (
     RowContext,
+    count_ids,
     json_record,
     load_context,
     parse_row_filters,
@@ -175,11 +176,7 @@ async def insert_batch(
                                     skipped += 1
                                     continue
                                 errors.add(number, str(classify(row_exc)))
-        verified = (
-            int(await conn.fetchval(f"SELECT count(*) FROM {table.qualified} WHERE id = ANY($1::bigint[])", ids))
-            if ids
-            else 0
-        )
+        verified = await count_ids(conn, table, ids)
     except (asyncpg.PostgresError, asyncpg.InterfaceError, StoreError, FieldError) as exc:
         raise classify(exc) from None
     result: dict[str, Any] = {
