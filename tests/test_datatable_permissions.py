@@ -358,13 +358,15 @@ async def test_grants_table_is_idempotent_and_cascades(conn: asyncpg.Connection,
 # table_access: the one-query path of the handler agrees with resolve_table + check_access + set_actor
 
 
-async def _settings(conn: asyncpg.Connection) -> tuple[str, str]:
+async def _settings(conn: asyncpg.Connection) -> tuple[str, str, str]:
     row = await conn.fetchrow(
-        "SELECT current_setting($1, true) AS emp, current_setting($2, true) AS all_rows",
+        "SELECT current_setting($1, true) AS emp, current_setting($2, true) AS emp_int, "
+        "current_setting($3, true) AS all_rows",
         perm_rls.EMP_NO_SETTING,
+        perm_rls.EMP_NO_INT_SETTING,
         perm_rls.ALL_ROWS_SETTING,
     )
-    return row["emp"] or "", row["all_rows"] or ""
+    return row["emp"] or "", row["emp_int"] or "", row["all_rows"] or ""
 
 
 async def test_table_access_agrees_with_check_access(conn: asyncpg.Connection, schema: str, table: Any) -> None:
@@ -387,7 +389,7 @@ async def test_table_access_agrees_with_check_access(conn: asyncpg.Connection, s
             assert (info, access) == (table, expected), (action, roles)
             assert [f.as_dict() for f in info.fields] == await store_schema.list_columns(conn, schema, table.id)
             own = access.row_scope == "own"
-            wanted = (emp_no or "" if own else "", "off" if own else "on")
+            wanted = perm_rls.actor_settings(emp_no if own else None, all_rows=not own)
             assert preset == wanted == await _settings(conn), (action, roles, preset, wanted)
         outside = await perm_access.table_access(
             conn,
@@ -421,7 +423,7 @@ async def test_table_access_agrees_with_check_access(conn: asyncpg.Connection, s
         conn, schema, table_id_or_name="任务", role="c", ops=["all"], row_scope="own", owner_field="负责人"
     )
     for action, roles in cases:
-        for emp_no in ("E1", None):
+        for emp_no in ("E1", None, " 007 "):
             await compare(table.id, action, roles, emp_no)
             await compare(" 任务 ", action, roles, emp_no)
     assert (
@@ -454,3 +456,75 @@ async def test_grant_on_an_unknown_table_creates_nothing(conn: asyncpg.Connectio
     with pytest.raises(store_schema.StoreError, match="no tables yet"):
         await perm_grants.grant(conn, fresh, table_id_or_name="客户", role="sales", ops="read")
     assert not await conn.fetchval("SELECT count(*) FROM pg_namespace WHERE nspname = $1", fresh)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# an 整数 owner field under row-level security
+
+
+async def test_integer_owner_field_matches_the_converted_employee_number(
+    conn: asyncpg.Connection, database_url: str
+) -> None:
+    """The structured actions stamp and filter the employee number as a write converts it ("007" → 7 in an 整数
+    owner field); the row-level security policy must match that value, not the text "007". Proved through the
+    handler on a session whose connection runs as a non-superuser role (superusers bypass the policy)."""
+    from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+
+    handler = load_datatable_module("handler")
+    org = "PermInt" + uuid.uuid4().hex[:10]
+    schema = store_schema.schema_for(org)
+    role = f"dt_int_{uuid.uuid4().hex[:10]}"
+    engine = create_async_engine(database_url)
+    try:
+        created = await store_tables.create_table(
+            conn, schema, "工单", [{"title": "事项", "uidt": "文本"}, {"title": "工号", "uidt": "整数"}]
+        )
+        info = await store_schema.resolve_table(conn, schema, created["id"])
+        await rows_write.insert_batch(conn, info, [{"事项": "a", "工号": 7}, {"事项": "b", "工号": 8}, {"事项": "c"}])
+        await perm_grants.grant(
+            conn, schema, table_id_or_name="工单", role="staff", ops=["all"], row_scope="own", owner_field="工号"
+        )
+        await conn.execute(f'CREATE ROLE "{role}" NOLOGIN NOSUPERUSER NOBYPASSRLS')
+        await conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+        await conn.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+        await conn.execute(f'GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role}"')
+        # the policy itself, for every form of the number a write accepts
+        assert await _seen(conn, info, role, "007") == ["a"]
+        assert await _seen(conn, info, role, " 7 ") == ["a"]
+        assert await _seen(conn, info, role, "８") == ["b"]  # full-width, as a write converts it
+        assert await _seen(conn, info, role, "E7") == []  # not a number: no row, no error
+        assert await _seen(conn, info, role, None, all_rows=True) == ["a", "b", "c"]
+
+        async with engine.connect() as connection:
+            await connection.exec_driver_sql(f'SET ROLE "{role}"')
+            await connection.commit()
+            session = AsyncSession(bind=connection)
+            ctx = {"org_id": org, "role_id": "staff", "team_role": "member", "actor_emp_no": "007", "db": session}
+
+            async def run(action: str, **payload: Any) -> dict[str, Any]:
+                return await handler.execute({"action": action, "payload": payload}, ctx)
+
+            mine = await run("query", table_name="工单")
+            assert [r["事项"] for r in mine["list"]] == ["a"] and mine["pageInfo"]["totalRows"] == 1, mine
+            added = await run("insert", table_name="工单", data={"事项": "d"})
+            assert added["ok"] is True and added["data"]["工号"] == 7, added
+            changed = await run(
+                "update_by",
+                table_name="工单",
+                filters=[{"field": "事项", "op": "eq", "value": "d"}],
+                data={"事项": "e"},
+            )
+            assert changed["ok"] is True, changed
+            total = await run("aggregate", table_name="工单", metrics=[{"op": "count", "alias": "n"}])
+            assert total["rows"] == [{"n": 2}], total
+            await session.close()
+        assert sorted(r["事项"] for r in await conn.fetch(f"SELECT 事项 FROM {info.qualified} WHERE 工号 = 7")) == [
+            "a",
+            "e",
+        ]
+    finally:
+        await engine.dispose()
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        if await conn.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", role):
+            await conn.execute(f'DROP OWNED BY "{role}" CASCADE')
+            await conn.execute(f'DROP ROLE "{role}"')

@@ -234,7 +234,7 @@ async def table_scope(call: Call) -> Scope:
     conditions, stamp = permissions_access.own_scope(access, call.ctx)
     own = access.row_scope == "own"
     actor = emp_no if own else None
-    if preset != ("" if actor is None else str(actor).strip(), "off" if own else "on"):
+    if preset != permissions_rls.actor_settings(actor, all_rows=not own):
         await permissions_rls.set_actor(call.conn, actor, all_rows=not own)
     return Scope(table, conditions, stamp, permissions_access.protected_fields(access))
 

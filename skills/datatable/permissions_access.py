@@ -50,7 +50,7 @@ from .field_types import FieldDef
 from .filters import Condition
 from .permissions_errors import PermissionDenied
 from .permissions_grants import GRANTABLE_ACTIONS, GRANTS_TABLE, has_grants_table, qualified_grants
-from .permissions_rls import ALL_ROWS_SETTING, EMP_NO_SETTING
+from .permissions_rls import ALL_ROWS_SETTING, EMP_NO_INT_SETTING, EMP_NO_SETTING, actor_settings
 from .protection import TOKENS_TABLE
 from .store_schema import META_TABLES, TableInfo, as_uuid, load_fields, quote_ident
 
@@ -208,9 +208,9 @@ async def table_access(
     the step-by-step path, which explains what is wrong. Otherwise ``(table with its fields, access, preset)``: the
     same access :func:`check_access` gives from the same rows. Inside a transaction the query also sets the row-level
     security settings :func:`set_actor` would set for that access (computed from the same grant rows in SQL), and
-    ``preset`` says which ``(emp_no, all_rows)`` it set; the caller compares them with what it wants and calls
-    :func:`set_actor` when they differ, so the Python decision stays the authority. Outside a transaction nothing is
-    set and ``preset`` is None.
+    ``preset`` says which settings it set (as :func:`~.permissions_rls.actor_settings` gives them); the caller
+    compares them with what it wants and calls :func:`set_actor` when they differ, so the Python decision stays the
+    authority. Outside a transaction nothing is set and ``preset`` is None.
 
     ``fetchrow`` runs the query instead of ``conn.fetchrow`` (the statement that begins the session's transaction,
     see actions_call.py; the settings are then set inside it). Given ``grants_probe`` (a list, with ``has_grants``
@@ -261,10 +261,11 @@ async def table_access(
     if preset:
         if has_grants:
             params += [mine, action]
-        params.append("" if emp_no is None else str(emp_no).strip())
+        params += actor_settings(emp_no, all_rows=False)[:2]
         n = len(params)
         selects += [
-            f"set_config('{EMP_NO_SETTING}', CASE WHEN {own} THEN ${n}::text ELSE '' END, true) AS emp_no",
+            f"set_config('{EMP_NO_SETTING}', CASE WHEN {own} THEN ${n - 1}::text ELSE '' END, true) AS emp_no",
+            f"set_config('{EMP_NO_INT_SETTING}', CASE WHEN {own} THEN ${n}::text ELSE '' END, true) AS emp_no_int",
             f"set_config('{ALL_ROWS_SETTING}', CASE WHEN {own} THEN 'off' ELSE 'on' END, true) AS all_rows",
         ]
     elif has_grants:
@@ -293,7 +294,7 @@ async def table_access(
     ]
     decided = _grant_access(table, action, roles, grant_rows)
     access = decided if isinstance(decided, Access) else _own_access(table, decided, {f.title for f in fields})
-    return table, access, ((row["emp_no"], row["all_rows"]) if preset else None)
+    return table, access, ((row["emp_no"], row["emp_no_int"], row["all_rows"]) if preset else None)
 
 
 def actor_emp_no(ctx: Mapping[str, Any] | None) -> str | None:

@@ -34,7 +34,7 @@ import asyncpg
 from .permissions_errors import PermissionDenied
 from .permissions_rls import sync_policy
 from .sql_role import role_name
-from .store_schema import ensure_schema, load_fields, quote_ident, resolve_table
+from .store_schema import TableInfo, ensure_schema, load_fields, quote_ident, resolve_table
 
 __all__ = [
     "GRANTABLE_ACTIONS",
@@ -264,16 +264,23 @@ async def grant(
             row_scope,
             owner_field,
         )
-        await sync_policy(conn, table, await _table_owner_field(conn, schema, table.id))
+        await _sync_policy(conn, schema, table)
     return Grant(table.id, table.title, role, expanded, row_scope, owner_field)
 
 
-async def _table_owner_field(conn: asyncpg.Connection, schema: str, table_id: str) -> str | None:
-    value = await conn.fetchval(
-        f"SELECT min(owner_field) FROM {qualified_grants(schema)} WHERE table_id = $1 AND row_scope = 'own'",
-        uuid.UUID(table_id),
+async def _sync_policy(conn: asyncpg.Connection, schema: str, table: TableInfo) -> None:
+    """The table's row-level security policy as its own grants ask for it: on the owner field of its ``own`` grants
+    (compared by that field's type), or none without one."""
+    row = await conn.fetchrow(
+        f"""SELECT g.owner_field, f.uidt FROM {qualified_grants(schema)} g
+            LEFT JOIN {quote_ident(schema)}."_dt_fields" f ON f.table_id = g.table_id AND f.title = g.owner_field
+            WHERE g.table_id = $1 AND g.row_scope = 'own' ORDER BY g.owner_field LIMIT 1""",
+        uuid.UUID(table.id),
     )
-    return None if value is None else str(value)
+    if row is None:
+        await sync_policy(conn, table, None)
+    else:
+        await sync_policy(conn, table, str(row["owner_field"]), row["uidt"])
 
 
 async def revoke(conn: asyncpg.Connection, schema: str, *, table_id_or_name: Any, role: Any) -> bool:
@@ -289,7 +296,7 @@ async def revoke(conn: asyncpg.Connection, schema: str, *, table_id_or_name: Any
         )
         removed = bool(str(status).split()[-1] != "0")
         if removed:
-            await sync_policy(conn, table, await _table_owner_field(conn, schema, table.id))
+            await _sync_policy(conn, schema, table)
     return removed
 
 
