@@ -353,6 +353,21 @@ async def test_reversed_between_bounds_never_widen_the_result(yard: SkillYard, o
         assert (env["ok"] and env["names"] == set()) or env["error_type"] == "recoverable", (value, env)
 
 
+async def test_reversed_between_bounds_of_ordered_types_are_refused(yard: SkillYard, org: str, staff: str) -> None:
+    """Numbers given as text and dates compare after conversion, so reversed bounds are refused with the fix, as
+    reversed numbers are; texts are left to the database collation (an empty result, never more rows)."""
+    for value, field in ((["20,000", "8000"], "薪资"), (["2024-12-31", "2024-01-01"], "入职")):
+        env = await names(yard, org, staff, [{"field": field, "op": "between", "value": value}])
+        assert env["ok"] is False and env["error_type"] == "recoverable", (value, env)
+        assert "lower bound first" in env["error"] and env["need_param"] == "filters", env
+    same_day = await names(
+        yard, org, staff, [{"field": "入职", "op": "between", "value": ["2024-01-01", "2024-01-01"]}]
+    )
+    assert same_day["ok"], same_day
+    text = await names(yard, org, staff, [{"field": "姓名", "op": "between", "value": ["张三", "李四"]}])
+    assert text["ok"], text
+
+
 @pytest.mark.parametrize(
     "value",
     [[None, 20000], [8000, None], [8000], [8000, ""], [8000, 20000, 30000], {"low": 1, "high": 2}, "8000-20000"],

@@ -140,10 +140,28 @@ def _convert_condition(ctx: RowContext, cond: Condition) -> Condition:
         if op == "contains":
             return cond  # compared as text (ILIKE) whatever the type
         if op in ("in", "between"):
-            return Condition(field, op, [convert(field, v) for v in value])
+            converted = [convert(field, v) for v in value]
+            if op == "between" and _is_reversed(*converted):
+                raise RowsError(
+                    f"filters: between [{value[0]}, {value[1]}] on {field} is empty (the first bound is the later "
+                    "one); write the lower bound first",
+                    need_param="filters",
+                )
+            return Condition(field, op, converted)
         return Condition(field, op, convert(field, value))
     except FieldError as exc:
         raise RowsError(f"filters: {exc}", need_param="filters") from None
+
+
+def _is_reversed(low: Any, high: Any) -> bool:
+    """Whether converted between bounds of a number, date, datetime or time field are in the wrong order (texts
+    are left alone: their order is the database collation's)."""
+    if type(low) is not type(high) or not isinstance(low, int | Decimal | date | time) or isinstance(low, bool):
+        return False
+    try:
+        return bool(low > high)
+    except TypeError:  # a naive and an aware time
+        return False
 
 
 def _option_set(ctx: RowContext, field: str, op: str, value: Any) -> list[str]:
