@@ -349,6 +349,53 @@ async def test_abort_signal_set_during_the_run_kills_the_process_group(make_skil
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_background_children_end_with_the_skill(make_skill, skills_root, tmp_path):
+    """What a skill leaves running goes when its process exits: a child keeping the output pipe does not hold the
+    run until the wall clock, and a child with its own output does not outlive the run."""
+    make_skill(
+        "leaves",
+        "name: leaves\ndescription: d\nexec: {config: run.sh, timeout: 30}",
+        files={
+            "run.sh": "sleep 30 &\necho $! > kept.pid\nsleep 30 > /dev/null 2>&1 &\necho $! > quiet.pid\n"
+            "echo '{\"ok\": true}'\n"
+        },
+    )
+    workspace = tmp_path / "ws"
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        started = time.monotonic()
+        env = await yard.run("leaves", context={"workspace_dir": str(workspace)})
+        took = time.monotonic() - started
+    pids = [int((workspace / name).read_text()) for name in ("kept.pid", "quiet.pid")]
+    try:
+        assert env["ok"] is True, env
+        assert took < 20, f"the run waited for a background child ({took:.1f} s)"
+        deadline = time.monotonic() + 3
+        while any(map(_alive, pids)) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert not any(map(_alive, pids)), "a background child outlived the run"
+    finally:
+        for pid in filter(_alive, pids):
+            os.kill(pid, signal.SIGKILL)
+
+
+@needs("go")
+async def test_go_failure_reports_the_program_exit_code(make_skill, skills_root, home):
+    """`go run` itself exits 1 whatever the program returned and prints `exit status N`: the envelope carries the
+    program's code and its own last stderr line."""
+    program = (
+        'package main\n\nimport (\n\t"fmt"\n\t"os"\n)\n\nfunc main() {\n'
+        '\tfmt.Fprintln(os.Stderr, "no such customer")\n\tos.Exit(3)\n}\n'
+    )
+    make_skill(
+        "gofail", "name: gofail\ndescription: d\nexec: {config: main.go, timeout: 50}", files={"main.go": program}
+    )
+    env = await run(skills_root, "gofail", {})
+    assert env["ok"] is False and env["exit_code"] == 3, env
+    assert env["error"].endswith("exited with code 3: no such customer"), env
+    assert "exit status" not in env["stderr_tail"], env
+
+
 async def test_abort_signal_left_unset_changes_nothing(make_skill, skills_root):
     make_skill(
         "quick", "name: quick\ndescription: d\nexec: {config: run.sh}", files={"run.sh": "echo '{\"ok\": true}'\n"}

@@ -144,7 +144,8 @@ def _spec_problem(skill: Skill, python_cli: bool) -> str | None:
 async def run_subprocess(
     skill: Skill, input: Mapping[str, Any], ctx: Mapping[str, Any], force_python_cli: bool = False
 ) -> Any:
-    """Run the skill's process in its own process group; cancellation (the wall clock) kills the whole group."""
+    """Run the skill's process in its own process group. The group ends with the process: its exit, the wall clock
+    (cancellation) or the caller's abort signal kills whatever it left running."""
     argv, binary = command_for(skill, force_python_cli)
     problem = _spec_problem(skill, force_python_cli)
     if problem:
@@ -167,7 +168,9 @@ async def run_subprocess(
     if cwd:  # a caller-given workspace may not exist yet; one mkdir is nothing next to a fork and exec
         os.makedirs(cwd, exist_ok=True)
     public, secret_env = split_secret_params(skill, input)
-    proc = await asyncio.create_subprocess_exec(
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _ExitAwareProtocol(loop),
         *argv,
         *input_argv(public),
         cwd=cwd,
@@ -177,12 +180,18 @@ async def run_subprocess(
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )
+    proc = asyncio.subprocess.Process(transport, protocol, loop)
     output = asyncio.ensure_future(proc.communicate())
+    exited = protocol.exited
     try:
-        if abort is not None and not await _first_of(output, abort):
+        if abort is not None and not await _first_of(exited, abort):
             _kill_group(proc)  # the process cannot see the Event: the platform stops it for the caller
             await output
             return _aborted(skill)
+        await exited
+        # The skill is over when its process is: what it left running in the background goes with it, instead of
+        # outliving the run (or holding the output pipes open until the wall clock, when it kept them).
+        _kill_group(proc)
         stdout, stderr = await output
     except asyncio.CancelledError:
         _kill_group(proc)
@@ -194,25 +203,54 @@ async def run_subprocess(
         log.info("[%s] %s", skill.name, line)
     out_text = stdout.decode("utf-8", "replace")
     if proc.returncode != 0:
+        code, err_text = _program_exit(skill, proc.returncode, err_text)
         return failure(
             skill.name,
-            f"skill {skill.name!r} exited with code {proc.returncode}"
+            f"skill {skill.name!r} exited with code {code}"
             + (f": {err_text.strip().splitlines()[-1][:300]}" if err_text.strip() else ""),
-            exit_code=proc.returncode,
+            exit_code=code,
             stderr_tail=err_text[-STDERR_TAIL:],
             error_type="transient",
         )
     return parse_stdout(out_text, cwd)
 
 
-async def _first_of(output: asyncio.Future[Any], abort: asyncio.Event) -> bool:
-    """Wait for the process's output or the caller's abort signal: True when the output came first."""
+_GO_EXIT_STATUS = re.compile(r"exit status (\d+)\n?\Z")
+
+
+def _program_exit(skill: Skill, returncode: int, err_text: str) -> tuple[int, str]:
+    """The skill program's own exit code and stderr. ``go run`` exits 1 whatever the program returned and reports
+    the program's code as its last stderr line, ``exit status N``: that is the code, and the line is not the
+    program's."""
+    if skill.exec.type == "GO" and returncode == 1:
+        found = _GO_EXIT_STATUS.search(err_text)
+        if found and (found.start() == 0 or err_text[found.start() - 1] == "\n"):
+            return int(found.group(1)), err_text[: found.start()]
+    return returncode, err_text
+
+
+class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's protocol of ``create_subprocess_exec``, plus a future set when the process exits: ``Process.wait``
+    also waits for the output pipes to close, which a background child of the skill can keep open."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=2**16, loop=loop)  # asyncio's default stream limit
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _first_of(exited: asyncio.Future[Any], abort: asyncio.Event) -> bool:
+    """Wait for the process's exit or the caller's abort signal: True when the exit came first."""
     aborted = asyncio.ensure_future(abort.wait())
     try:
-        await asyncio.wait((output, aborted), return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait((exited, aborted), return_when=asyncio.FIRST_COMPLETED)
     finally:
         aborted.cancel()
-    return output.done()
+    return exited.done()
 
 
 def _aborted(skill: Skill) -> dict[str, Any]:
