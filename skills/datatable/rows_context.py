@@ -63,6 +63,11 @@ class RowContext:
         return frozenset(t for t, f in self.fields.items() if f.uidt == "多选")
 
     @cached_property
+    def required(self) -> tuple[str, ...]:
+        """The required fields, in the table's order."""
+        return tuple(t for t, f in self.fields.items() if f.required)
+
+    @cached_property
     def json_fields(self) -> frozenset[str]:
         return frozenset(t for t, f in self.fields.items() if f.uidt == "JSON")
 

@@ -72,13 +72,9 @@ def _key_match(keys: Sequence[str], exprs: Sequence[str]) -> str:
     return " AND ".join(f"t.{quote_ident(k)} = {e}" for k, e in zip(keys, exprs, strict=True))
 
 
-def _required(ctx: RowContext) -> list[str]:
-    return [name for name, field in ctx.fields.items() if field.required]
-
-
 def _missing_required(ctx: RowContext, values: Mapping[str, Any]) -> list[str]:
     """The required fields a record leaves empty: it may update a row, but it must not insert one."""
-    return [name for name in _required(ctx) if values.get(name) is None]
+    return [name for name in ctx.required if values.get(name) is None]
 
 
 async def _unmatched(
@@ -116,23 +112,28 @@ async def _merge(
 ) -> tuple[int, int, list[int] | None]:
     """One MERGE of ``rows``; (inserted, updated, the ids of the rows written or None before PostgreSQL 17)."""
     non_keys = [c for c in columns if c not in keys]
-    source, params, exprs, flags = unnest_source(ctx, columns, rows, flagged=non_keys)
+    # a presence flag only for the columns some rows leave out: a column every row gives is simply assigned
+    partial = [c for c in non_keys if not all(c in r for r in rows)]
+    source, params, exprs, flags = unnest_source(ctx, columns, rows, flagged=partial)
     src = dict(zip(columns, exprs, strict=True))
     on = _key_match(keys, [src[k] for k in keys])
     scope, scope_params = where_clause(ctx, extra, start=len(params) + 1, column_prefix="t.")
     if scope:
         on += " AND " + scope.removeprefix(" WHERE ")
     params.extend(scope_params)
-    # a column some rows of the batch do not give keeps its value in those rows (CASE on the presence flag)
+    # a column some rows of the batch do not give keeps its value in those rows (CASE on its presence flag)
     matched = (
         "WHEN MATCHED THEN UPDATE SET "
         + ", ".join(
-            f"{quote_ident(c)} = CASE WHEN {flags[c]} THEN {src[c]} ELSE t.{quote_ident(c)} END" for c in non_keys
+            f"{quote_ident(c)} = CASE WHEN {flags[c]} THEN {src[c]} ELSE t.{quote_ident(c)} END"
+            if c in flags
+            else f"{quote_ident(c)} = {src[c]}"
+            for c in non_keys
         )
         if non_keys
         else "WHEN MATCHED THEN DO NOTHING"
     )
-    required = [f"{src[name]} IS NOT NULL" if name in src else "false" for name in _required(ctx)]
+    required = [f"{src[name]} IS NOT NULL" if name in src else "false" for name in ctx.required]
     sql = (
         f"MERGE INTO {ctx.table.qualified} AS t USING (SELECT * FROM {source}) AS s ON {on} {matched} "
         f"WHEN NOT MATCHED{' AND ' + ' AND '.join(required) if required else ''} "
