@@ -528,3 +528,32 @@ async def test_integer_owner_field_matches_the_converted_employee_number(
         if await conn.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", role):
             await conn.execute(f'DROP OWNED BY "{role}" CASCADE')
             await conn.execute(f'DROP ROLE "{role}"')
+
+
+async def test_owner_field_type_change_keeps_the_policy(
+    conn: asyncpg.Connection, schema: str, table: Any, pg_role: str
+) -> None:
+    """PostgreSQL refuses to retype a column a policy reads: update_field makes the policy again for the new type
+    (text → 整数 compares numbers from then on), and refuses a type an owner field cannot have, changing nothing."""
+    tasks = await store_tables.create_table(
+        conn, schema, "工单", [{"title": "事项", "uidt": "文本"}, {"title": "工号", "uidt": "文本"}]
+    )
+    info = await store_schema.resolve_table(conn, schema, tasks["id"])
+    await rows_write.insert_batch(conn, info, [{"事项": "a", "工号": "7"}, {"事项": "b", "工号": "x8"}])
+    await conn.execute(f'GRANT SELECT ON {info.qualified} TO "{pg_role}"')
+    await perm_grants.grant(
+        conn, schema, table_id_or_name="工单", role="r", ops=["read"], row_scope="own", owner_field="工号"
+    )
+    assert await _seen(conn, info, pg_role, "007") == []  # text: "007" is not "7"
+    with pytest.raises(store_schema.StoreError, match=r"1 row.*'x8'"):  # a value an 整数 write refuses
+        await store_fields.update_field(conn, schema, info.id, "工号", {"uidt": "整数"})
+    assert await _seen(conn, info, pg_role, "x8") == ["b"]  # nothing changed, the policy is still there
+    with pytest.raises(store_schema.StoreError, match="owner field") as refused:
+        await store_fields.update_field(conn, schema, info.id, "工号", {"uidt": "日期"})
+    assert refused.value.need_param == "patch"
+    await conn.execute(f"DELETE FROM {info.qualified} WHERE 工号 = 'x8'")
+    changed = await store_fields.update_field(conn, schema, info.id, "工号", {"uidt": "整数", "title": "员工号"})
+    assert changed["uidt"] == "整数" and changed["title"] == "员工号"
+    assert await _rls_flags(conn, info) == (True, True, 1)
+    assert await _seen(conn, info, pg_role, "007") == ["a"]
+    assert await _seen(conn, info, pg_role, "8") == []

@@ -40,6 +40,7 @@ __all__ = [
     "EMP_NO_SETTING",
     "POLICY_NAME",
     "actor_settings",
+    "policy_column",
     "set_actor",
     "sync_policy",
 ]
@@ -60,6 +61,20 @@ def actor_settings(emp_no: str | None, *, all_rows: bool) -> tuple[str, str, str
     except FieldError:
         number = ""
     return text, number, "on" if all_rows else "off"
+
+
+async def policy_column(conn: asyncpg.Connection, table: TableInfo) -> str | None:
+    """The column the table's row-level security policy compares with the actor, or None without a policy."""
+    value = await conn.fetchval(
+        """SELECT a.attname FROM pg_policy p
+           JOIN pg_depend d ON d.classid = 'pg_policy'::regclass AND d.objid = p.oid
+                           AND d.refclassid = 'pg_class'::regclass AND d.refobjsubid > 0
+           JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+           WHERE p.polrelid = $1::regclass AND p.polname = $2 LIMIT 1""",
+        table.qualified,
+        POLICY_NAME,
+    )
+    return None if value is None else str(value)
 
 
 def _owner_condition(owner_field: str, owner_uidt: str | None) -> str:

@@ -23,7 +23,8 @@ import asyncpg
 
 from .field_errors import FieldError
 from .field_types import TYPES, FieldDef, parse_field
-from .permissions_rls import ALL_ROWS_SETTING
+from .permissions_grants import OWNER_FIELD_TYPES
+from .permissions_rls import ALL_ROWS_SETTING, policy_column, sync_policy
 from .row_validator import RowValidator
 from .store_schema import (
     MAX_FIELDS,
@@ -352,6 +353,17 @@ async def update_field(
         if new.title != old.title and any(r["title"] == new.title for r in rows):
             raise StoreError(f"table {table.title!r} already has a field {new.title!r}; choose another name")
         column = quote_ident(old.title)
+        retyped = (new.uidt, new.pg_type()) != (old.uidt, old.pg_type())
+        owner = retyped and await policy_column(conn, table) == old.title
+        if owner:  # PostgreSQL cannot retype a column its policy reads: the policy is made again for the new type
+            if new.uidt not in OWNER_FIELD_TYPES:
+                raise StoreError(
+                    f"field {old.title!r} is the owner field of row scope own on table {table.title!r}, and an owner "
+                    f"field must be one of {', '.join(sorted(OWNER_FIELD_TYPES))}; choose one of those types, or "
+                    "revoke the own grants of the table first (skillyard datatable revoke)",
+                    need_param="patch",
+                )
+            await sync_policy(conn, table, None)
         if (new.uidt, new.pg_type(), new.options) != (old.uidt, old.pg_type(), old.options):
             await _convert_column(conn, table, old, new)
         if new.unique != old.unique:
@@ -394,6 +406,8 @@ async def update_field(
             new.precision,
             new.scale,
         )
+        if owner:
+            await sync_policy(conn, table, new.title, new.uidt)
     return new.as_dict()
 
 
