@@ -216,7 +216,12 @@ def run(
     data = _json_arg(input_, "input") or {}
     ctx = _json_arg(context, "context") or {}
     if workspace is not None:
-        workspace.mkdir(parents=True, exist_ok=True)
+        try:
+            workspace.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise click.UsageError(
+                f"--workspace {workspace}: the folder cannot be created ({exc.strerror or exc}); give another path"
+            ) from None
         ctx["workspace_dir"] = str(workspace.resolve())
     if session is not None:
         from .invoke.pipeline import check_session_id

@@ -16,7 +16,7 @@ from .catalog.skill import Skill
 from .channels.registry import ChannelRegistry
 from .configs.crypto import Cipher, load_key
 from .configs.store import ConfigStore
-from .errors import SkillyardError, UnknownSkill
+from .errors import InvalidInput, SkillyardError, UnknownSkill
 from .invoke import pipeline
 from .invoke.background import BackgroundRuns
 from .invoke.budget import Turn
@@ -224,7 +224,13 @@ class SkillYard:
         path = self._workspaces.get(key)
         if path is None:
             folder = Path(given) if given else self.settings.workspace_for(session_id)
-            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise (InvalidInput if given else SkillyardError)(
+                    f"the workspace folder {str(folder)!r} cannot be created ({exc.strerror or exc}); "
+                    + ("give a workspace_dir that can be created" if given else "check SKILLYARD_HOME and its rights")
+                ) from None
             path = self._workspaces[key] = str(folder)
         return path
 

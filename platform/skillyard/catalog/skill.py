@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .code import CodeFacts, scan_file, uses_db_text
+from .http_spec import HttpSpecError, load_spec
 from .manifest import Manifest
 from .requires import Requirements, as_bool, parse_requirements
 from .schema import SchemaInfo, build_schema_info
@@ -191,11 +192,16 @@ def build_skill(
     exec_spec = _exec_spec(skill_dir, meta, warnings, files)
     code = CodeFacts()
     entry_file = exec_spec.config
-    if exec_spec.type == "PYTHON" and entry_file is not None:
-        listed = files is not None and entry_file.parent == skill_dir
+    listed = files is not None and entry_file is not None and entry_file.parent == skill_dir
+    if entry_file is not None:
         if not (entry_file.name in files if listed and files is not None else entry_file.is_file()):
-            errors.append(f"exec.config {exec_spec.config} does not exist")
-        else:
+            errors.append(f"exec.config {exec_spec.config} does not exist; fix the path (relative to the skill folder)")
+        elif exec_spec.type == "HTTP":
+            try:
+                load_spec(entry_file)
+            except HttpSpecError as exc:
+                errors.append(str(exc))
+        elif exec_spec.type == "PYTHON":
             code = scan_file(entry_file, probe=True)
             if code.syntax_error:
                 errors.append(f"the handler does not parse: {code.syntax_error}")

@@ -19,7 +19,7 @@ from typing import Any
 from ..catalog.schema import looks_secret
 from ..catalog.skill import Skill
 from ..hookspecs import hookimpl
-from ..invoke.context import credential_value, subprocess_context
+from ..invoke.context import NAMED_FIELDS, credential_value, subprocess_context
 from ..invoke.envelope import failure
 from ..invoke.inputs import SUBCOMMAND
 from .stdout import parse_stdout
@@ -102,8 +102,8 @@ def child_env(
     for key in ("skill_configs", "skill_args"):  # credentials travel as environment variables only
         if isinstance(visible.get(key), dict):
             visible[key] = {k: v for k, v in visible[key].items() if not credential(k) and not isinstance(v, dict)}
-    for key in list(visible):
-        if key in configs and credential(key):
+    for key in list(visible):  # a credential given at the top level (by a config or by the caller) stays out too
+        if key not in NAMED_FIELDS and credential(key):
             del visible[key]
     env["SKILL_INPUT"] = json.dumps(input, ensure_ascii=False)
     env["SKILL_CONTEXT"] = json.dumps(visible, ensure_ascii=False, default=str)
@@ -218,7 +218,7 @@ async def run_subprocess(
 _GO_EXIT_STATUS = re.compile(r"exit status (\d+)\n?\Z")
 
 
-def _program_exit(skill: Skill, returncode: int, err_text: str) -> tuple[int, str]:
+def _program_exit(skill: Skill, returncode: int | None, err_text: str) -> tuple[int | None, str]:
     """The skill program's own exit code and stderr. ``go run`` exits 1 whatever the program returned and reports
     the program's code as its last stderr line, ``exit status N``: that is the code, and the line is not the
     program's."""

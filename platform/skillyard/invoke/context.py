@@ -11,6 +11,7 @@ from typing import Any
 
 from ..catalog.requires import as_bool
 from ..configs.store import normalize_key
+from ..errors import InvalidInput
 from .identity import department_path
 
 ACTOR_KEYS = (
@@ -89,6 +90,9 @@ CALL_PASS_KEYS = (
 #: Keys a subprocess never sees, whatever their name.
 IN_PROCESS_ONLY = ("db", "db_factory", "call_skill", "abort_signal", "channel_registry", "request")
 CONFIG_KEYS = ("skill_configs", "skill_args")
+#: The context fields the platform itself names (§4, and the agent runtime's ``idempotency_key``, §14.2): never taken
+#: for credentials, although ``actor_key`` and ``idempotency_key`` contain "key".
+NAMED_FIELDS = frozenset({*FIXED_FIELDS, *PLATFORM_FIELDS, *CONFIG_KEYS, "idempotency_key"})
 
 
 _DEFAULTS: dict[str, Any] = {**FIXED_FIELDS, **PLATFORM_FIELDS}
@@ -105,8 +109,9 @@ def _typed(key: str, value: Any, empty: Any) -> Any:
         try:
             return float(value)
         except (TypeError, ValueError):
-            raise ValueError(
-                f"context field {key!r} must be a number (seconds since the epoch), got {value!r}"
+            raise InvalidInput(
+                f"context field {key!r} must be a number (seconds since the epoch), got {value!r}; "
+                "pass e.g. 1767225600.0 or leave it out (the platform fills in now)"
             ) from None
     if isinstance(empty, list):
         if isinstance(value, str):
