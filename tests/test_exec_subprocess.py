@@ -396,6 +396,16 @@ async def test_go_failure_reports_the_program_exit_code(make_skill, skills_root,
     assert "exit status" not in env["stderr_tail"], env
 
 
+async def test_input_too_large_for_a_process_is_a_recoverable_failure(make_skill, skills_root):
+    """Input reaches a subprocess as argv and SKILL_INPUT, and the system caps each string (128 KiB on Linux): the
+    failure says so and what to do instead, and is recoverable (the same input fails every time)."""
+    make_skill("big", "name: big\ndescription: d\nexec: {config: run.sh}", files={"run.sh": "echo '{}'\n"})
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        env = await yard.run("big", {"text": "x" * 300_000})
+    assert env["ok"] is False and env["error_type"] == "recoverable", env
+    assert "too large" in env["error"] and "file in the workspace" in env["error"], env
+
+
 async def test_abort_signal_left_unset_changes_nothing(make_skill, skills_root):
     make_skill(
         "quick", "name: quick\ndescription: d\nexec: {config: run.sh}", files={"run.sh": "echo '{\"ok\": true}'\n"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -169,17 +170,30 @@ async def run_subprocess(
         os.makedirs(cwd, exist_ok=True)
     public, secret_env = split_secret_params(skill, input)
     loop = asyncio.get_running_loop()
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _ExitAwareProtocol(loop),
-        *argv,
-        *input_argv(public),
-        cwd=cwd,
-        env=child_env(skill, public, ctx, secret_env),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
+    try:
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _ExitAwareProtocol(loop),
+            *argv,
+            *input_argv(public),
+            cwd=cwd,
+            env=child_env(skill, public, ctx, secret_env),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        if exc.errno != errno.E2BIG:
+            raise
+        # the input travels as argv and SKILL_INPUT, and the system caps each string (128 KiB on Linux): the same
+        # input fails every time, so this is the caller's to change, not a transient failure
+        return failure(
+            skill.name,
+            f"skill {skill.name!r} cannot start: its input is too large for a subprocess (the system limits each "
+            "argument and environment string, 128 KiB on Linux); write large data to a file in the workspace and "
+            "pass its path instead",
+            error_type="recoverable",
+        )
     proc = asyncio.subprocess.Process(transport, protocol, loop)
     output = asyncio.ensure_future(proc.communicate())
     exited = protocol.exited
