@@ -203,10 +203,22 @@ def test_config_commands(runner, skills_root, db_env):
     assert "removed 2" in runner.invoke(cli, ["config", "unset", "weather", "--role", "r1"]).output
 
 
-def test_bad_settings_are_usage_errors(runner, skills_root, monkeypatch):
-    monkeypatch.setenv("SKILLYARD_WALL_CLOCK", "soon")
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("SKILLYARD_WALL_CLOCK", "soon"),
+        ("SKILLYARD_SUBPROCESS_TIMEOUT", "-5"),
+        ("SKILLYARD_SUBPROCESS_TIMEOUT", "0"),
+        ("SKILLYARD_WALL_CLOCK", "inf"),
+        ("SKILLYARD_MAX_DOWNLOAD_MB", "nan"),
+        ("SKILLYARD_RESCAN_INTERVAL", "-1"),
+    ],
+)
+def test_bad_settings_are_usage_errors(runner, skills_root, monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
     result = runner.invoke(cli, ["list", "--skills-dir", str(skills_root)])
-    assert result.exit_code == 2 and "SKILLYARD_WALL_CLOCK='soon' is not a number" in result.output
+    assert result.exit_code == 2 and f"{name}={value!r} must be a number" in result.output, result.output
+    assert "Traceback" not in result.output
 
 
 def test_config_set_with_an_empty_key_is_a_usage_error(runner, db_env):

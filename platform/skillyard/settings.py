@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,14 +10,19 @@ from pathlib import Path
 from .errors import SkillyardError
 
 
-def _float_env(name: str, default: float) -> float:
+def _float_env(name: str, default: float, *, zero_ok: bool = False) -> float:
+    """A number of seconds (or megabytes) from the environment: finite and above zero (or zero, when it means off)."""
     value = os.environ.get(name, "").strip()
     if not value:
         return default
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
-        raise SkillyardError(f"{name}={value!r} is not a number; set it to seconds, e.g. {name}={default:g}") from None
+        number = math.nan
+    if not math.isfinite(number) or number < 0 or (number == 0 and not zero_ok):
+        least = "0 or more" if zero_ok else "more than 0"
+        raise SkillyardError(f"{name}={value!r} must be a number, {least}; e.g. {name}={default:g}")
+    return number
 
 
 def _flag_env(name: str) -> bool:
@@ -47,7 +53,7 @@ class Settings:
             skills_path=tuple(Path(p).expanduser() for p in path.split(os.pathsep) if p.strip()),
             subprocess_timeout=_float_env("SKILLYARD_SUBPROCESS_TIMEOUT", 60.0),
             wall_clock=_float_env("SKILLYARD_WALL_CLOCK", 240.0),
-            rescan_interval=_float_env("SKILLYARD_RESCAN_INTERVAL", 0.0),
+            rescan_interval=_float_env("SKILLYARD_RESCAN_INTERVAL", 0.0, zero_ok=True),
             allow_private_urls=_flag_env("SKILLYARD_ALLOW_PRIVATE_URLS"),
             max_download_bytes=int(_float_env("SKILLYARD_MAX_DOWNLOAD_MB", 200.0) * 1024 * 1024),
             secret_key=os.environ.get("SKILLYARD_SECRET_KEY") or None,
