@@ -35,6 +35,32 @@ def test_failure_without_error_gets_a_specific_one():
     assert "quota exhausted" in env["error"]
 
 
+def test_a_structured_or_numeric_error_is_a_reason():
+    """A failure's error given as {code, message} stays as the skill gave it (an agent contract reads error.code,
+    §6.2 of the contract spec); a number becomes its text; an empty structure is no reason."""
+    error = {"code": "E42", "message": "库存不足"}
+    assert normalize({"success": False, "error": error}, "s")["error"] == error
+    assert normalize({"ok": False, "error": 404}, "s")["error"] == "404"
+    for empty in ({}, [], "  ", None, False):
+        assert "reported failure without an error message" in normalize({"ok": False, "error": empty}, "s")["error"]
+
+
+async def test_credentials_are_redacted_inside_a_structured_error(make_skill, skills_root):
+    make_skill(
+        "structured",
+        frontmatter="name: structured\ndescription: d",
+        files={
+            "handler.py": """
+        async def execute(input, ctx):
+            return {"ok": False, "error": {"code": "E1", "detail": [f"token {ctx['api_token']} refused"]}}
+    """
+        },
+    )
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+        env = await yard.run("structured", context={"skill_args": {"api_token": "cfg-secret-789"}})
+    assert env["error"] == {"code": "E1", "detail": ["token *** refused"]}, env
+
+
 def test_failure_fields_are_kept():
     raw = {
         "ok": False,

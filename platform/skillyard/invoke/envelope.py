@@ -65,13 +65,23 @@ def normalize(raw: Any, skill: str) -> dict[str, Any]:
     if failed:
         env["skill"] = env.get("skill") or skill
         error = env.get("error")
-        if not isinstance(error, str) or not error.strip():
+        if isinstance(error, int | float) and not isinstance(error, bool):
+            env["error"] = error = str(error)
+        if not _has_reason(error):
             detail = env.get("user_message") or env.get("message")
             keys = ", ".join(sorted(k for k in env if k not in ("ok", "success", "skill"))) or "no other fields"
             env["error"] = f"skill {skill!r} reported failure without an error message" + (
                 f": {detail}" if isinstance(detail, str) and detail.strip() else f" (it returned {keys})"
             )
     return env
+
+
+def _has_reason(error: Any) -> bool:
+    """Whether a failure's ``error`` says something: a non-blank text, or a non-empty structure such as ``{"code":
+    …, "message": …}``, which is kept as the skill gave it (an agent contract may read ``error.code``, §6.2)."""
+    if isinstance(error, str):
+        return bool(error.strip())
+    return isinstance(error, dict | list) and bool(error)
 
 
 def exception_family(cls: type[BaseException]) -> str:
@@ -113,12 +123,23 @@ def scrub(text: str, secrets: list[str]) -> str:
     return text
 
 
+def _scrub_value(value: Any, secrets: list[str]) -> Any:
+    """``value`` with :func:`scrub` applied to every text in it (a structured ``error`` holds texts too)."""
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, dict):
+        return {k: _scrub_value(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_value(v, secrets) for v in value]
+    return value
+
+
 def redact(envelope: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
     """Scrub credential values from an envelope's free-text fields."""
     if secrets:
         for field in REDACTED_FIELDS:
-            if isinstance(envelope.get(field), str):
-                envelope[field] = scrub(envelope[field], secrets)
+            if field in envelope:
+                envelope[field] = _scrub_value(envelope[field], secrets)
     return envelope
 
 
