@@ -34,6 +34,10 @@ def _json_arg(value: str | None, what: str) -> Any:
             text = path.read_text(encoding="utf-8-sig")
         except OSError as exc:
             raise click.UsageError(f"--{what}: cannot read {path}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise click.UsageError(
+                f"--{what}: {path} is not UTF-8 text (byte {exc.start}); save the JSON file as UTF-8"
+            ) from None
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -88,7 +92,7 @@ class SkillyardGroup(click.Group):
 
 
 @click.group(cls=SkillyardGroup)
-@click.version_option(package_name="skillyard")
+@click.version_option(package_name="skillyard", prog_name="skillyard")
 @click.option("-v", "--verbose", count=True, help="Log more to stderr (-v info, -vv debug).")
 def cli(verbose: int) -> None:
     """skillyard: drop skill folders in, run them. Docs: docs/cli.md

@@ -66,15 +66,20 @@ def _problem_rows(agent_dir: Path, skills_dirs: tuple[Path, ...]) -> list[dict[s
     return rows
 
 
+def _skills_dirs_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--skills-dir`` (repeatable); a folder that does not exist is a usage error (exit 2), as in the main CLI."""
+    return click.option(
+        "--skills-dir",
+        "skills_dirs",
+        multiple=True,
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help=help,
+    )
+
+
 @agent_group.command(name="check")
 @click.argument("agent_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--skills-dir",
-    "skills_dirs",
-    multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder of skills (repeatable); the agent's own skills/ folder is always searched first.",
-)
+@_skills_dirs_option("Folder of skills (repeatable); the agent's own skills/ folder is always searched first.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of every problem.")
 def check_cmd(agent_dir: Path, skills_dirs: tuple[Path, ...], as_json: bool) -> None:
     """Check an agent folder: load, validate and preflight (exit 1 on errors).
@@ -150,9 +155,7 @@ def _context_option(value: str | None) -> dict[str, Any]:
 @click.option("--model", "model", default=None, help="script:FILE.yaml or openai:MODEL (default: the session's).")
 @click.option("--context", "context", default=None, help="The caller's identity as JSON (user_id, org_id, …).")
 @click.option("--skill", "skill_key", default=None, help="The contract skill to run (default: the agent's first).")
-@click.option(
-    "--skills-dir", "skills_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path), help="Skill roots."
-)
+@_skills_dirs_option("Skill roots.")
 @click.option("--json", "as_json", is_flag=True, help="Print the turn as JSON.")
 def run_cmd(
     agent_dir: Path,
@@ -195,9 +198,7 @@ def run_cmd(
 )
 @click.option("--text", default=None, help="The user's answer (REPLY).")
 @click.option("--model", "model", default=None, help="Override the session's model spec.")
-@click.option(
-    "--skills-dir", "skills_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path), help="Skill roots."
-)
+@_skills_dirs_option("Skill roots.")
 @click.option("--json", "as_json", is_flag=True, help="Print the turn as JSON.")
 def resume_cmd(
     session_id: str, action: str, text: str | None, model: str | None, skills_dirs: tuple[Path, ...], as_json: bool
