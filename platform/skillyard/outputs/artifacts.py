@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..invoke.envelope import add_warning
 from ..storage.attachments import NewAttachment, describe_file
 from .media import media_type
 from .safe_write import resolve_in_workspace
@@ -62,7 +63,7 @@ def _existing_file(value: Any, workspace: Path, workspaces_root: Path) -> Path |
     A relative value is read inside the workspace and must stay there (no ``..`` or symlink out of it); an absolute
     value may be anywhere except another session's workspace.
     """
-    if not isinstance(value, str) or not value or "\x00" in value:
+    if not isinstance(value, str) or not value or "\x00" in value or not _is_utf8(value):
         return None
     try:
         if os.path.isabs(value):
@@ -75,6 +76,22 @@ def _existing_file(value: Any, workspace: Path, workspaces_root: Path) -> Path |
         return path if path.is_file() else None
     except (OSError, ValueError):  # UnsafePath is a ValueError
         return None
+
+
+def _is_utf8(name: str) -> bool:
+    """Whether a file name is text (a name of undecodable bytes arrives with surrogates, which no record can hold)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _declared_path(workspace: str, value: Any) -> str | None:
+    """The real path a declared ``local_path`` names, as registration reads it; None for one that names nothing."""
+    if not isinstance(value, str) or not value or "\x00" in value:
+        return None
+    return os.path.realpath(os.path.join(workspace, value))
 
 
 def declared_artifacts(envelope: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
@@ -145,6 +162,10 @@ async def collect_artifacts(envelope: dict[str, Any], run: Run) -> dict[str, Any
                     continue
                 if entry.stat().st_mtime_ns < run.started_ns:
                     continue
+                if not _is_utf8(entry.name):
+                    shown = entry.name.encode("utf-8", "backslashreplace").decode()
+                    add_warning(envelope, f"{shown} was not collected: its name is not UTF-8 text; rename it")
+                    continue
                 if os.path.splitext(entry.name)[1].lower() in NOT_ARTIFACTS:
                     if scripts_ok is None:
                         scripts_ok = bool(_ASKED_FOR_CODE.search(str(run.context.get("raw_input") or "")))
@@ -153,11 +174,8 @@ async def collect_artifacts(envelope: dict[str, Any], run: Run) -> dict[str, Any
                 found.append(Path(entry.path).resolve())
     except OSError:
         return envelope
-    declared = {  # registration made every registered path absolute; others are read as the registration reads them
-        os.path.realpath(os.path.join(workspace, str(i["local_path"])))
-        for i, _ in declared_artifacts(envelope)
-        if i.get("local_path")
-    }
+    # registration made every registered path absolute; others are read as the registration reads them
+    declared = {_declared_path(workspace, i.get("local_path")) for i, _ in declared_artifacts(envelope)}
     found = sorted(p for p in found if str(p) not in declared)
     if not found:
         return envelope

@@ -49,7 +49,8 @@ class _Target:
 
     url: str
     explicit: bool
-    items: list[dict[str, Any]] = field(default_factory=list)
+    #: (item, the media type of the array it is in)
+    items: list[tuple[dict[str, Any], str]] = field(default_factory=list)
 
 
 class _Failed(Exception):
@@ -107,16 +108,16 @@ def _collect_targets(envelope: dict[str, Any], max_probed: int, workspace: Path)
         envelope, workspace
     ):  # a single artifact returned at the top level, already on disk: its own links
         done.update(url for name in _SINGLE_URL_FIELDS for url in _field_urls(envelope.get(name), explicit=True))
-    pending: list[dict[str, Any]] = []
-    for item in _artifact_items(envelope):
+    pending: list[tuple[dict[str, Any], str]] = []
+    for item, media in _artifact_items(envelope):
         if _has_local_file(item, workspace):
             done.update(url for url, _ in _item_urls(item))
         else:
-            pending.append(item)
+            pending.append((item, media))
 
     targets: dict[str, _Target] = {}
 
-    def add(url: str, explicit: bool, item: dict[str, Any] | None = None) -> None:
+    def add(url: str, explicit: bool, item: tuple[dict[str, Any], str] | None = None) -> None:
         if url in done:
             return
         target = targets.setdefault(url, _Target(url, explicit))
@@ -124,9 +125,9 @@ def _collect_targets(envelope: dict[str, Any], max_probed: int, workspace: Path)
         if item is not None:
             target.items.append(item)
 
-    for item in pending:
+    for item, media in pending:
         for index, (url, explicit) in enumerate(_item_urls(item)):
-            add(url, explicit, item if index == 0 else None)  # an item is one artifact: its first URL
+            add(url, explicit, (item, media) if index == 0 else None)  # an item is one artifact: its first URL
     for name in EXPLICIT_FIELDS:
         for url in _field_urls(envelope.get(name), explicit=True):
             add(url, True)
@@ -149,11 +150,12 @@ def _collect_targets(envelope: dict[str, Any], max_probed: int, workspace: Path)
     return chosen
 
 
-def _artifact_items(envelope: dict[str, Any]) -> Iterable[dict[str, Any]]:
-    for name in ARRAY_FOR_MEDIA.values():
+def _artifact_items(envelope: dict[str, Any]) -> Iterable[tuple[dict[str, Any], str]]:
+    """Every artifact item of the four arrays, with the media type of its array."""
+    for media, name in ARRAY_FOR_MEDIA.items():
         array = envelope.get(name)
         if isinstance(array, list):
-            yield from (item for item in array if isinstance(item, dict))
+            yield from ((item, media) for item in array if isinstance(item, dict))
 
 
 def _has_local_file(item: dict[str, Any], workspace: Path) -> bool:
@@ -351,8 +353,11 @@ def _safe_basename(raw: str) -> str:
 
 def _record(envelope: dict[str, Any], target: _Target, artifact: dict[str, Any]) -> None:
     if target.items:
-        for item in target.items:
-            item.update({k: v for k, v in artifact.items() if not (k == "url" and "url" in item)})
+        # an item keeps what it states: its url and its media type; else an images / videos / audios item is of its
+        # array's type, and only a files item takes the type the download found (Content-Type or extension)
+        for item, media in target.items:
+            item.update({k: v for k, v in artifact.items() if k != "media" and not (k == "url" and "url" in item)})
+            item.setdefault("media", media if media != "file" else artifact["media"])
         return
     name = ARRAY_FOR_MEDIA[artifact["media"]]
     array = envelope.setdefault(name, [])

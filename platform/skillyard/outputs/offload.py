@@ -24,6 +24,7 @@ KEPT = (
     "download_url",
     "abs_url",
     "media",
+    "ref",  # a top-level artifact's reference (§6.3): the model can name the file without a lookup
     "ok",
     "success",
     "images",
