@@ -99,10 +99,9 @@ class NodeContext:
         """The contract of a business tool, or None (configured tools only, §1.3)."""
         return self.skill.contract.tools.get(name)
 
-    def tool_started(self, name: str) -> None:
-        """§4: a business tool starts: its progress event carries the contract's label, else (skills have no MCP
-        title) ``TOOL_LABEL_FALLBACK`` — never the bare tool name."""
-        contract = self.tool_contract(name)
+    def tool_started(self, name: str, contract: ToolContract | None) -> None:
+        """§4: a business tool starts: its progress event carries the label of its contract (the caller has it at
+        hand), else (skills have no MCP title) ``TOOL_LABEL_FALLBACK`` — never the bare tool name."""
         label = (contract.label if contract else None) or TOOL_LABEL_FALLBACK
         self.events.append({"type": "tool", "tool": name, "label": label})
 

@@ -67,7 +67,15 @@ def get_path(value: Any, path: str | None) -> tuple[bool, Any]:
     """``(True, value)`` when ``path`` exists in ``value`` (an empty path: the value itself), else ``(False, None)``."""
     if not path:
         return True, value
-    found = _get(value, _split(path))
+    parts = _split(path)
+    found = value
+    for key in parts:  # the usual walk through nested dicts, in place
+        if type(found) is not dict or key == "[]":
+            found = _get(value, parts)  # a list, a Mapping or a template on the way: the general walk
+            break
+        found = found.get(key, MISSING)
+        if found is MISSING:
+            break
     return (False, None) if found is MISSING else (True, found)
 
 

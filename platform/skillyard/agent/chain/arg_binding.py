@@ -15,7 +15,6 @@ from ..evaluate import resolve
 from ..expressions import Expression, Prefix, parse_expression
 from ..paths import get_path, has_value, set_path
 from .base import ChainCall
-from .plan import plan
 
 
 def is_template(path: str) -> bool:
@@ -141,7 +140,5 @@ def bind_arg(call: ChainCall, arg: ArgContract) -> None:
 
 
 def bind(call: ChainCall) -> None:
-    if call.contract is None:
-        return
-    for arg in plan(call.contract).binds:  # the args with from/const, in contract order (the others bind nothing)
+    for arg in call.plan.binds:  # the args with from/const, in contract order (the others bind nothing)
         bind_arg(call, arg)

@@ -8,30 +8,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...invoke.inputs import is_empty
 from ..codes import ErrorCode
 from ..state import Observation
 from .base import ChainCall, json_copy
-from .plan import plan
+
+if TYPE_CHECKING:
+    from ...catalog.skill import Skill
 
 
-def _schema(call: ChainCall) -> Mapping[str, Any]:
-    if call.catalog_skill is None:
-        return {}
-    schema = call.catalog_skill.schema
-    sub = call.args.get("_subcommand")
+def _schema(skill: Skill, args: dict[str, Any]) -> Mapping[str, Any]:
+    """The schema ``args`` are checked against: the chosen subcommand's, else the one exposed to models."""
+    schema = skill.schema
+    sub = args.get("_subcommand")
     if schema.subcommands and isinstance(sub, str) and sub in schema.subcommands:
         return schema.subcommands[sub]
     return schema.exposed
-
-
-def _exempt(call: ChainCall) -> frozenset[str]:
-    """Top-level argument names bound by from/const in the contract (derived once per contract)."""
-    if call.contract is None:
-        return frozenset()
-    return plan(call.contract).exempt
 
 
 def check(call: ChainCall) -> Observation | None:
@@ -62,11 +56,11 @@ def check(call: ChainCall) -> Observation | None:
             f"tool {call.tool!r} is listed for this skill but no skill of that name is installed",
             "do not call it again; use another tool or call builtin_node_fail with the reason",
         )
-    call.catalog_skill = resolved[0]
-    exempt = _exempt(call)
+    skill = call.catalog_skill = resolved[0]
+    exempt = call.plan.exempt  # top-level names bound by from/const
     args = call.args
     missing = []
-    for item in _schema(call).get("required") or []:
+    for item in _schema(skill, args).get("required") or []:
         name = item if type(item) is str else str(item)
         if name not in exempt and is_empty(args.get(name)):
             missing.append(name)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..codes import ErrorCode
 from ..state import Observation
+from .plan import ToolPlan, plan
 
 if TYPE_CHECKING:
     from ...catalog.skill import Skill
@@ -54,11 +55,12 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _plain(value: Any) -> Any:
-    """A deep copy of plain JSON values (str-keyed dicts, lists, exact scalars); anything else raises TypeError."""
+    """A deep copy of plain JSON values (str-keyed dicts, lists, exact scalars); anything else raises TypeError.
+    Scalar items are taken as they are, without a call each."""
     kind = type(value)
     if kind in _SCALARS:
         return value
@@ -67,10 +69,10 @@ def _plain(value: Any) -> Any:
         for key, item in value.items():
             if type(key) is not str:
                 raise TypeError(key)
-            out[key] = _plain(item)
+            out[key] = item if type(item) in _SCALARS else _plain(item)
         return out
     if kind is list:
-        return [_plain(item) for item in value]
+        return [item if type(item) in _SCALARS else _plain(item) for item in value]
     raise TypeError(kind)
 
 
@@ -103,26 +105,31 @@ class ChainCall:
     fingerprint: str = ""
     canonical_args: str | None = None  # canonical(args) as the fingerprint hashed them (reused by the write gate)
     idempotency_key: str | None = None
+    plan: ToolPlan = field(init=False)  # what the stages read from the contract, derived once per contract
 
-    @property
-    def is_write(self) -> bool:
-        return self.contract is not None and self.contract.is_write
+    def __post_init__(self) -> None:
+        self.plan = plan(self.contract)
 
     @property
     def label(self) -> str:
         return (self.contract.label if self.contract else None) or self.tool
 
-    def observation(self, ok: bool, content: Any, **extra: Any) -> Observation:
+    def observation(
+        self,
+        ok: bool,
+        content: Any,
+        *,
+        code: str | None = None,
+        next_step: str | None = None,
+        evidence_id: str | None = None,
+    ) -> Observation:
+        # positional, in field order: a class called with keywords costs twice as much, on every call of the chain
         return Observation(
-            tool=self.tool,
-            arguments=self.raw_arguments,
-            ok=ok,
-            content=content,
-            sources=dict(self.sources),
-            call_id=self.call_id,
-            **extra,
+            self.tool, self.raw_arguments, ok, content, code, next_step, dict(self.sources), evidence_id, self.call_id
         )
 
-    def refuse(self, code: ErrorCode | str, message: str, next_step: str, **extra: Any) -> Observation:
+    def refuse(
+        self, code: ErrorCode | str, message: str, next_step: str, *, evidence_id: str | None = None
+    ) -> Observation:
         """A refusal the model reads: the full ``agent_runtime.NNNNN`` code (or a business code) and the next step."""
-        return self.observation(False, message, code=str(code), next_step=next_step, **extra)
+        return self.observation(False, message, code=str(code), next_step=next_step, evidence_id=evidence_id)

@@ -29,8 +29,12 @@ def _before(call: ChainCall) -> Observation | None:
     refusal = arg_policy.check(call)
     if refusal is not None:
         return refusal
-    arg_binding.bind(call)
-    return param_contract.check(call) or fingerprint.check(call) or write_gate.check(call)
+    if call.plan.binds:  # binding writes only the args with from/const
+        arg_binding.bind(call)
+    refusal = param_contract.check(call) or fingerprint.check(call)
+    if refusal is None and call.plan.write:  # the write gate stops writes only
+        refusal = write_gate.check(call)
+    return refusal
 
 
 def _failure_step(call: ChainCall, failure: invoke.Failure, status: EvidenceStatus) -> str:
@@ -65,10 +69,10 @@ def _settle(call: ChainCall, record: Evidence, envelope: dict[str, Any]) -> Obse
             evidence_id=record.id,
         )
     record.status = EvidenceStatus.SUCCESS
-    # response.business_ok(contract, envelope), whose failed() check is the one just made
-    record.business_ok = False if failed else response.success_holds(call.contract, envelope)
+    # response.business_ok(call.plan.success, envelope), whose failed() check is the one just made
+    record.business_ok = False if failed else response.success_holds(call.plan.success, envelope)
     if record.business_ok:
-        evidence.fill(call.ctx, call.contract, record)
+        evidence.fill(call.ctx, call.plan, record)
         return call.observation(True, envelope, evidence_id=record.id)
     record.error_code, record.error_message = response.business_error(call.contract, envelope)
     return call.refuse(
@@ -94,10 +98,10 @@ async def call_tool(
     as usual. Builtin tools are not handled here (they are not in ``toolNames``: ``CATALOG_DENIED``).
     """
     contract = ctx.tool_contract(name)
-    call = ChainCall(ctx, name, arguments, call_id=call_id, approved=approved, contract=contract)
+    call = ChainCall(ctx, name, arguments, call_id, approved, contract)  # positional: cheaper than keywords
     if not ctx.is_business_tool(name):
         return _denied(call)
-    write = contract is not None and contract.is_write  # call.is_write
+    write = call.plan.write
     if write and ctx.node.target is None:
         ctx.node.target, ctx.node.target_claimed = name, True  # §10.1 row 3: the first write call, even if stopped
     refusal = _before(call)
@@ -106,19 +110,18 @@ async def call_tool(
             fingerprint.count(call, succeeded=True)
         return refusal
     # the call itself (one coroutine layer less than a separate stage function)
-    record = Evidence(
+    record = Evidence.started(
         id=await ctx.store.new_evidence_id(),
         task_id=ctx.task.id,
         node_id=ctx.node.id,
         tool=name,
         args=call.args,
         write=write,
-        status=EvidenceStatus.STARTED,
         idempotency_key=call.idempotency_key,
     )
     if write:
         await ctx.record(record)  # §14: registered before the call, so a crash leaves a trace
-    ctx.tool_started(name)
+    ctx.tool_started(name, contract)
     observation = _settle(call, record, await invoke.run(call))
     await ctx.record(record)
     fingerprint.count(call, record.succeeded)

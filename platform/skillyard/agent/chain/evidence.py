@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..context import NodeContext
-from ..contract import EntitySpec, Extract, ToolContract
+from ..contract import EntitySpec, Extract
 from ..paths import get_path, has_value
 from ..state import Entity, Evidence
-from .plan import plan
+from .plan import ToolPlan
 from .response import is_empty_response
 
 
@@ -67,10 +67,10 @@ def remember(ctx: NodeContext, entities: list[Entity]) -> None:
         ctx.session.entities.append(entity)
 
 
-def fill(ctx: NodeContext, contract: ToolContract | None, evidence: Evidence) -> None:
+def fill(ctx: NodeContext, plan: ToolPlan, evidence: Evidence) -> None:
     """Extracts, counts, ``empty`` and entities of a call whose business succeeded."""
     response = evidence.response
-    extracts = plan(contract).extracts if contract is not None else ()
+    extracts = plan.extracts
     for key, extract in extracts:  # key: extract.key or extract.path
         found, value = get_path(response, extract.path)
         evidence.counts[key] = count(extract, value) if found else 0
@@ -80,6 +80,6 @@ def fill(ctx: NodeContext, contract: ToolContract | None, evidence: Evidence) ->
                 base = evidence.args if evidence.write else None
                 remember(ctx, make_entities(extract.entity, value, base, evidence.task_id))
     if extracts:
-        evidence.empty = all(n == 0 for n in evidence.counts.values())
+        evidence.empty = not any(evidence.counts.values())  # every count 0
     else:
         evidence.empty = is_empty_response(response)

@@ -12,20 +12,16 @@ from ..state import NodeStatus, Observation
 from .base import ChainCall, canonical, digest
 
 
-def fingerprint(tool: str, args: object, canonical_args: str | None = None) -> str:
-    """SHA-256 of the tool name and the canonical JSON of the arguments (``canonical_args``: that text, when the
-    caller already has it)."""
-    return digest(f"{tool}\n{canonical(args) if canonical_args is None else canonical_args}")
-
-
 def check(call: ChainCall) -> Observation | None:
+    """The fingerprint is the SHA-256 of the tool name and the canonical JSON of the (bound) arguments."""
     text = call.canonical_args = canonical(call.args)  # the write gate's default idempotency key reuses it
-    call.fingerprint = fingerprint(call.tool, call.args, text)
+    call.fingerprint = digest(f"{call.tool}\n{text}")
     if call.approved:
         return None  # §14.1 step 3: the confirmed write skips the fuse
     node = call.ctx.node
-    limit = int(getattr(call.ctx.settings, "fingerprint_limit", 3))
-    if node.fingerprint != call.fingerprint or node.fingerprint_count < limit:
+    if node.fingerprint != call.fingerprint:
+        return None
+    if node.fingerprint_count < int(getattr(call.ctx.settings, "fingerprint_limit", 3)):
         return None
     reason = (
         f"{call.tool} was called {node.fingerprint_count} times in a row with the same arguments and the same "

@@ -20,12 +20,14 @@ import builtins
 import socket
 import ssl
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...invoke.envelope import exception_family, is_failure
 from ..codes import ErrorCode
 from ..state import EvidenceStatus
-from .base import ChainCall
+
+if TYPE_CHECKING:
+    from .base import ChainCall
 
 
 class Failure(Enum):
@@ -57,9 +59,13 @@ def _exception_class(name: str) -> type[BaseException] | None:
 
 
 def failed(envelope: Any) -> bool:
+    """``success`` or ``ok`` says failure (:func:`is_failure`, asked only of a flag that is not True or missing)."""
     if not isinstance(envelope, dict):
         return False
-    return is_failure(envelope.get("success")) or is_failure(envelope.get("ok"))
+    success, ok = envelope.get("success"), envelope.get("ok")
+    return (success is not True and success is not None and is_failure(success)) or (
+        ok is not True and ok is not None and is_failure(ok)
+    )
 
 
 def classify(envelope: dict[str, Any]) -> Failure | None:
@@ -92,7 +98,7 @@ def runtime_context(call: ChainCall) -> dict[str, Any]:
     """The caller's identity, the session id and, for writes, the idempotency key."""
     ctx = call.ctx
     context: dict[str, Any] = {**ctx.session.identity, "session_id": ctx.session.id}
-    if call.is_write and call.idempotency_key:
+    if call.plan.write and call.idempotency_key:
         context["idempotency_key"] = call.idempotency_key
     return context
 

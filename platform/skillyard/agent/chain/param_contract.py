@@ -17,7 +17,7 @@ from ..paths import get_path, has_value
 from ..state import Observation
 from .arg_binding import item_paths
 from .base import ChainCall
-from .plan import MODEL, ArgPlan, plan
+from .plan import MODEL, ArgPlan
 from .provenance import provenance, same
 
 REJECTED, FAIL, CALL_TOOL, ASK_USER = range(4)
@@ -115,36 +115,21 @@ def _check_value(call: ChainCall, item: ArgPlan, path: str, value: Any) -> Probl
     return None
 
 
-def _check_arg(call: ChainCall, item: ArgPlan) -> list[Problem]:
-    arg = item.arg
-    if arg.has_const and arg.path in call.bound:
-        return []  # §5.3 step 1: a const is written with source CONTRACT, and that is the end (null and enum too)
-    paths = item_paths(call.args, arg.path) if item.template else [arg.path]
-    problems: list[Problem] = []
-    if not paths:
-        paths = [arg.path]
-    for path in paths:
-        found, value = (False, None) if "[]" in path else get_path(call.args, path)
-        if not found or not has_value(value):
-            if arg.required:
-                problem = _missing(call, arg)
-                if problem is not None:
-                    problems.append(problem)
-            continue
-        problem = _check_value(call, item, path, value)
-        if problem is not None:
-            problems.append(problem)
-    return problems
-
-
 def check(call: ChainCall) -> Observation | None:
-    if call.contract is None:
-        return None
     problems: list[Problem] = []
-    for item in plan(call.contract).args:
-        found = _check_arg(call, item)
-        if found:
-            problems += found
+    for item in call.plan.args:
+        arg = item.arg
+        if item.const and arg.path in call.bound:
+            continue  # §5.3 step 1: a const is written with source CONTRACT, and that is the end (null and enum too)
+        paths = (item_paths(call.args, arg.path) or [arg.path]) if item.template else (arg.path,)
+        for path in paths:
+            found, value = (False, None) if "[]" in path else get_path(call.args, path)
+            if found and has_value(value):
+                problem = _check_value(call, item, path, value)
+            else:
+                problem = _missing(call, arg) if arg.required else None
+            if problem is not None:
+                problems.append(problem)
     if not problems:
         return None
     worst = min(problems, key=lambda p: p.rank)

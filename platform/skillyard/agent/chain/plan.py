@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..contract import ArgContract, Extract, SourceType, SuccessOp, ToolContract
+from ..contract import ArgContract, Extract, SourceType, ToolContract
+from .response import SuccessCheck, success_check
 
 MODEL = SourceType.MODEL.value  # "MODEL" (an enum's .value is a slow descriptor on Python 3.11)
 _MAX_PLANS = 4096
@@ -20,6 +21,7 @@ class ArgPlan:
     """One ``args`` entry with the facts the stages ask about it."""
 
     arg: ArgContract
+    const: bool  # has a const (arg.has_const)
     template: bool  # "[]" in the path: filled item by item
     model_allowed: bool  # MODEL in sources
     user_allowed: bool  # USER in sources
@@ -31,17 +33,24 @@ class ArgPlan:
 
 @dataclass(frozen=True, slots=True)
 class ToolPlan:
+    #: sideEffect WRITE (read on every call: the contract's property compares an enum member, slow on 3.11)
+    write: bool
     exempt: frozenset[str]  # top-level argument names bound by from/const (exempt from the required check)
     args: tuple[ArgPlan, ...]  # every args entry, in contract order
     binds: tuple[ArgContract, ...]  # the entries with from/const (binding does nothing for the others)
-    success_op: SuccessOp | None  # success.op, an unset op read as TRUTHY; None without a success spec
+    success: SuccessCheck | None  # the success spec as one check, its op looked up; None without a success spec
     extracts: tuple[tuple[str, Extract], ...]  # (key or path, extract)
+
+
+#: The plan of a tool without a contract (§1.3): a read with nothing to check, bind or extract.
+NO_CONTRACT = ToolPlan(write=False, exempt=frozenset(), args=(), binds=(), success=None, extracts=())
 
 
 def _arg_plan(arg: ArgContract) -> ArgPlan:
     bindable = arg.from_expr is not None or arg.has_const
     return ArgPlan(
         arg=arg,
+        const=arg.has_const,
         template="[]" in arg.path,
         model_allowed=SourceType.MODEL in arg.sources,
         user_allowed=SourceType.USER in arg.sources,
@@ -52,12 +61,13 @@ def _arg_plan(arg: ArgContract) -> ArgPlan:
 def _build(contract: ToolContract) -> ToolPlan:
     args = tuple(contract.args.values())
     return ToolPlan(
+        write=contract.is_write,
         exempt=frozenset(
             arg.path.split(".")[0].replace("[]", "") for arg in args if arg.from_expr is not None or arg.has_const
         ),
         args=tuple(_arg_plan(arg) for arg in args),
         binds=tuple(arg for arg in args if arg.from_expr is not None or arg.has_const),
-        success_op=None if contract.success is None else (contract.success.op or SuccessOp.TRUTHY),
+        success=None if contract.success is None else success_check(contract.success),
         extracts=tuple((extract.key or extract.path, extract) for extract in contract.extracts),
     )
 
@@ -65,8 +75,10 @@ def _build(contract: ToolContract) -> ToolPlan:
 _PLANS: dict[int, tuple[ToolContract, ToolPlan]] = {}
 
 
-def plan(contract: ToolContract) -> ToolPlan:
-    """The plan of ``contract``, built on first use."""
+def plan(contract: ToolContract | None) -> ToolPlan:
+    """The plan of ``contract``, built on first use (:data:`NO_CONTRACT` for None)."""
+    if contract is None:
+        return NO_CONTRACT
     entry = _PLANS.get(id(contract))
     if entry is not None and entry[0] is contract:
         return entry[1]

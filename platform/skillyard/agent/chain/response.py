@@ -9,15 +9,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ..codes import ErrorCode
 from ..contract import SuccessOp, SuccessSpec, ToolContract
-from ..paths import MISSING, get_path, has_value
+from ..paths import get_path, has_value
 from .invoke import failed
-from .plan import plan
 
 MESSAGE_LIMIT = 500
 ENVELOPE_FLAGS = ("ok", "success")
@@ -34,25 +33,16 @@ def payload(envelope: Any) -> Any:
 
 
 def is_empty_response(envelope: Any) -> bool:
-    """No value in the payload (see :func:`payload`); a plain dict envelope is read in one pass without copying."""
+    """No value in the payload (see :func:`payload`).
+
+    A plain dict envelope with a value under a key other than the flags and ``result`` is not empty, found without
+    building the payload: that key makes the payload the envelope's other keys (not a bare result), value included.
+    """
     if type(envelope) is dict:
-        others = 0  # keys other than the flags
-        result: Any = MISSING  # the value of "result", when present
-        filled = False  # some non-flag value has a value
         for key, value in envelope.items():
-            if key in ENVELOPE_FLAGS:
-                continue
-            others += 1
-            if key == "result":
-                result = value
-            if not filled and has_value(value):
-                filled = True
-        if others == 1 and result is not MISSING:  # a bare result: its own values decide
-            data = result
-        else:
-            return not filled
-    else:
-        data = payload(envelope)
+            if key not in ENVELOPE_FLAGS and key != "result" and has_value(value):
+                return False
+    data = payload(envelope)
     if isinstance(data, Mapping):
         return not any(has_value(v) for v in data.values())
     return not has_value(data)
@@ -95,37 +85,71 @@ def truthy(value: Any) -> bool:
     return not (isinstance(value, str) and value.strip().lower() in ("0", "false"))
 
 
-def holds(spec: SuccessSpec, response: Any, op: SuccessOp | None = None) -> bool:
-    """``op``: ``spec.op`` as the plan already read it (an unset op read as TRUTHY)."""
-    found, value = get_path(response, spec.path)
-    if op is None:
-        op = spec.op or SuccessOp.TRUTHY  # an unset op (preflight warns): a truthy value counts as success
-    if op is SuccessOp.EQ:
-        return found and equal(value, spec.value)
-    if op is SuccessOp.EXISTS:
-        return found
-    if op is SuccessOp.TRUTHY:
-        return found and truthy(value)
-    if op is SuccessOp.NE:
-        return not (found and equal(value, spec.value))
-    options = spec.value if isinstance(spec.value, list) else [spec.value]
-    inside = found and any(equal(value, option) for option in options)
-    return inside if op is SuccessOp.IN else not inside
+def _eq(found: bool, value: Any, expected: Any) -> bool:
+    return found and equal(value, expected)
 
 
-def business_ok(contract: ToolContract | None, envelope: Any) -> bool:
+def _ne(found: bool, value: Any, expected: Any) -> bool:
+    return not (found and equal(value, expected))
+
+
+def _among(found: bool, value: Any, expected: Any) -> bool:
+    options = expected if isinstance(expected, list) else [expected]
+    return found and any(equal(value, option) for option in options)
+
+
+def _not_among(found: bool, value: Any, expected: Any) -> bool:
+    return not _among(found, value, expected)
+
+
+def _truthy(found: bool, value: Any, expected: Any) -> bool:
+    return found and truthy(value)
+
+
+def _exists(found: bool, value: Any, expected: Any) -> bool:
+    return found
+
+
+#: §6.1 per op: whether the value at the success path (``found`` or not) meets the expected value.
+OP_TESTS: dict[SuccessOp, Callable[[bool, Any, Any], bool]] = {
+    SuccessOp.EQ: _eq,
+    SuccessOp.NE: _ne,
+    SuccessOp.IN: _among,
+    SuccessOp.NOT_IN: _not_among,
+    SuccessOp.TRUTHY: _truthy,
+    SuccessOp.EXISTS: _exists,
+}
+
+SuccessCheck = Callable[[Any], bool]
+
+
+def success_check(spec: SuccessSpec) -> SuccessCheck:
+    """The §6.1 condition of ``spec`` as one function of the response, its op looked up once (the plan keeps it).
+    An unset op (preflight warns) reads as TRUTHY: a truthy value counts as success."""
+    test = OP_TESTS[spec.op or SuccessOp.TRUTHY]
+    path, expected = spec.path, spec.value
+
+    def check(response: Any) -> bool:
+        found, value = get_path(response, path)
+        return test(found, value, expected)
+
+    return check
+
+
+def business_ok(success: SuccessCheck | None, envelope: Any) -> bool:
+    """``success``: the plan's check of the tool's success spec (None: no spec)."""
     if failed(envelope):
         return False
-    return success_holds(contract, envelope)
+    return success_holds(success, envelope)
 
 
-def success_holds(contract: ToolContract | None, envelope: Any) -> bool:
+def success_holds(success: SuccessCheck | None, envelope: Any) -> bool:
     """:func:`business_ok` of an envelope already known not to be a failure envelope (``failed`` is False)."""
-    if contract is None or contract.success is None:
+    if success is None:
         return True
     if is_empty_response(envelope):
         return False
-    return holds(contract.success, envelope, plan(contract).success_op)
+    return success(envelope)
 
 
 def business_error(contract: ToolContract | None, envelope: Any) -> tuple[str, str]:

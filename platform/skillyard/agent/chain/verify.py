@@ -56,17 +56,17 @@ async def verify_write(ctx: NodeContext, record: Evidence) -> Observation:
     args = verify_args(ctx, record)
     assert contract is not None and contract.verify is not None and args is not None
     tool = contract.verify.tool
-    call = ChainCall(ctx, tool, args, contract=ctx.tool_contract(tool), args=args)
-    check = Evidence(
+    verifier = ctx.tool_contract(tool)
+    call = ChainCall(ctx, tool, args, contract=verifier, args=args)
+    check = Evidence.started(
         id=await ctx.store.new_evidence_id(),
         task_id=ctx.task.id,
         node_id=ctx.node.id,
         tool=tool,
         args=args,
         write=False,
-        status=EvidenceStatus.STARTED,
     )
-    ctx.tool_started(tool)
+    ctx.tool_started(tool, verifier)
     envelope = await invoke.run(call)
     check.response = envelope
     failure = invoke.classify(envelope)
@@ -82,9 +82,9 @@ async def verify_write(ctx: NodeContext, record: Evidence) -> Observation:
             evidence_id=record.id,
         )
     check.status = EvidenceStatus.SUCCESS
-    check.business_ok = response.business_ok(call.contract, envelope)
+    check.business_ok = response.business_ok(call.plan.success, envelope)
     if check.business_ok:
-        evidence.fill(ctx, call.contract, check)
+        evidence.fill(ctx, call.plan, check)
     await ctx.record(check)
     record.status = EvidenceStatus.SUCCESS if check.business_ok else EvidenceStatus.FAILED
     record.business_ok = bool(check.business_ok)

@@ -38,8 +38,7 @@ def idempotency_key(
 
 
 def check(call: ChainCall) -> Observation | None:
-    if not call.is_write:
-        return None
+    """The gate of a write (reads never reach it)."""
     assert call.contract is not None
     ctx = call.ctx
     # the fingerprint stage ran just before on the same arguments (binding is done): its canonical text is reused
