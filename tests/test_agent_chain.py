@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import socket
@@ -55,6 +56,8 @@ async def execute(input, ctx):
         raise ValueError("boom")
     if mode == "business":
         return {{"ok": False, "code": "E42", "msg": "duplicate title"}}
+    if mode == "structured":
+        return {{"ok": False, "error": {{"code": "E77", "message": "库存不足"}}}}
     if mode == "empty":
         return None
     if mode == "none_found":
@@ -573,6 +576,18 @@ async def test_write_business_failure_uses_error_code_and_can_be_called_again(bu
     assert (record.error_code, record.error_message) == ("E42", "duplicate title")
     again = await h.call("saveNote", {"title": "季度总结", "mode": "business"}, approved=True)
     assert again.code == "E42" and len(h.calls("saveNote")) == 2
+
+
+async def test_business_failure_code_inside_a_structured_error(build):
+    """§6.2: error.code is a path into the response; a skill's failure envelope with a structured error
+    ({code, message}) keeps it through the platform's normalization, so the contract finds the code."""
+    contract = copy.deepcopy(BASE_CONTRACT)
+    contract["tools"]["saveNote"]["error"] = {"code": "error.code", "message": "error.message"}
+    h = await build(contract=contract, user_messages=["保存 季度总结"])
+    obs = await h.call("saveNote", {"title": "季度总结", "mode": "structured"}, approved=True)
+    assert not obs.ok and obs.code == "E77" and "库存不足" in obs.content, obs
+    [record] = h.ctx.evidence
+    assert (record.error_code, record.error_message, record.business_ok) == ("E77", "库存不足", False)
 
 
 async def test_read_business_failure_without_error_spec(build):
