@@ -185,6 +185,15 @@ async def test_language_end_to_end(make_skill, skills_root, home, lang):
         }
 
 
+async def test_platform_keys_of_the_input_are_never_flags(make_skill, skills_root, home):
+    """Keys starting with _ are the platform's (§4.3): an argparse CLI would refuse `--_meta` as an unrecognized
+    argument, so they are never flags; `_subcommand` is the subcommand."""
+    make_skill("strict_cli", "name: strict_cli\ndescription: d\nexec: {config: cli.py}", files={"cli.py": PYTHON_CLI})
+    env = await run(skills_root, "strict_cli", {"name": "x", "_meta": {"trace": 1}, "_note": "n"})
+    assert env["ok"] is True, env
+    assert env["argv"] == ["--name", "x"] and env["parsed"]["name"] == "x"
+
+
 async def test_inline_shell_gets_argv_and_input(make_skill, skills_root):
     make_skill(
         "inline",

@@ -43,13 +43,16 @@ INTERPRETERS: dict[str, list[str]] = {
 
 
 def input_argv(input: Mapping[str, Any]) -> list[str]:
-    """``--key value`` per field: booleans as bare flags (false omitted), lists repeated, objects as JSON."""
+    """``--key value`` per field: booleans as bare flags (false omitted), lists repeated, objects as JSON.
+
+    Keys starting with ``_`` are the platform's (§4.3; ``_subcommand`` comes first, as the subcommand): never flags,
+    which an argparse CLI would refuse as unrecognized arguments."""
     argv: list[str] = []
     sub = input.get(SUBCOMMAND)
     if sub:
         argv.append(str(sub))  # argparse subparsers need it first
     for key, value in input.items():
-        if key == SUBCOMMAND or value is None:
+        if key.startswith("_") or value is None:
             continue
         flag = f"--{key}"
         if isinstance(value, bool):
