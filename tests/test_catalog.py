@@ -324,3 +324,11 @@ async def test_declared_python_type_without_config_uses_handler_py(make_skill, s
 def test_knowledge_skills_have_no_tool_names(make_skill, skills_root):
     make_skill("kb", frontmatter="name: kb\ndescription: d\nskill_type: knowledge")
     assert describe_entry(SkillYard(skills_dirs=[skills_root], include_builtin=False).entries[0])["tool_names"] == []
+
+
+def test_a_description_written_as_a_list_is_joined(make_skill, skills_root):
+    """A YAML list under description (a long line split into items) reads as one text, with a warning to fix it."""
+    make_skill("listed", "name: listed\ndescription:\n  - Looks up orders\n  - by customer and date")
+    skill = SkillYard(skills_dirs=[skills_root], include_builtin=False).skill("listed")
+    assert skill.description == "Looks up orders by customer and date"
+    assert any("description is a list" in w for w in skill.warnings)

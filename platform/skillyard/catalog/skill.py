@@ -165,6 +165,14 @@ def _trigger_type(meta: Mapping[str, Any]) -> str:
     return str(trigger).strip().lower() if trigger not in (None, "") else "explicit"
 
 
+def _description(value: Any, warnings: list[str]) -> str:
+    """The frontmatter description as text: a YAML list (a description split over items) is joined with spaces."""
+    if isinstance(value, list):
+        warnings.append("description is a list; write it as one text (joined here with spaces)")
+        return " ".join(str(item).strip() for item in value if item is not None and str(item).strip())
+    return str(value or "").strip()
+
+
 def build_skill(
     skill_dir: Path,
     root: Path,
@@ -181,7 +189,7 @@ def build_skill(
     warnings = list(manifest.warnings)
     errors = [manifest.error] if manifest.error else []
     name = str(meta.get("name") or "").strip() or skill_dir.name
-    description = str(meta.get("description") or "").strip()
+    description = _description(meta.get("description"), warnings)
     if not description:
         description = _first_body_line(manifest.body)
         warnings.append(
