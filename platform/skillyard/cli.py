@@ -365,7 +365,7 @@ def config_set(skill: str, pairs: tuple[str, ...], role: str) -> None:
 
     try:
         stored = _arun(go())
-    except ValueError as exc:
+    except SkillyardError as exc:
         raise click.UsageError(str(exc)) from None
     for key, secret in stored.items():
         click.echo(f"set {skill}.{key}" + (" (secret, encrypted)" if secret else ""))

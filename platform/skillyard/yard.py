@@ -167,8 +167,8 @@ class SkillYard:
             raise SkillyardError(f"{path!r} is outside the folder of skill {skill.name!r}; use a path inside {base}")
         if not target.is_file():
             raise SkillyardError(f"skill {skill.name!r} has no file {path!r}")
-        if offset < 0:
-            raise SkillyardError(f"offset must be 0 or more, got {offset}")
+        if type(offset) is not int or offset < 0:
+            raise SkillyardError(f"offset must be a whole number, 0 or more (a next_offset), got {offset!r}")
         raw = target.read_bytes()
         if b"\x00" in raw[:8192]:
             return {
@@ -248,6 +248,12 @@ class SkillYard:
         turn: Turn | None = None,
     ) -> dict[str, Any]:
         """Run a skill by name, alias or tool name; return the normalized envelope (a JSON-serializable dict)."""
+        if context is not None and not isinstance(context, Mapping):
+            raise InvalidInput(
+                f"context must be a mapping such as {{'session_id': 's1'}}, not {type(context).__name__}"
+            )
+        if turn is not None and not isinstance(turn, Turn):
+            raise InvalidInput(f"turn must be a Turn from yard.new_turn(...), not {type(turn).__name__}")
         given: dict[str, Any] = {}
         if turn is not None:
             given.update({"session_id": turn.session_id, "channel": turn.channel, **turn.context})

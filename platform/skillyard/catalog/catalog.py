@@ -155,6 +155,8 @@ class Catalog:
 
     def resolve(self, name: str) -> tuple[Skill, str | None] | None:
         """A skill by name, alias or tool name (``<skill>__<sub>`` restores the subcommand)."""
+        if type(name) is not str:
+            return None  # a list or a number names no skill (and could not be looked up: unhashable)
         skill = self.by_name.get(name) or self.by_alias.get(name)
         if skill is not None:
             return skill, None

@@ -10,6 +10,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert
 
 from ..catalog.schema import looks_secret
+from ..errors import InvalidInput
 from ..storage.database import Database
 from ..storage.tables import skill_configs
 from .crypto import Cipher
@@ -18,6 +19,14 @@ from .crypto import Cipher
 def normalize_key(key: str) -> str:
     """CLI-style ``--api-token`` → ``api_token`` (§5.1)."""
     return re.sub(r"[-\s]+", "_", key.strip().lstrip("-")).strip("_")
+
+
+def _check_scope(role_id: Any, skill: Any) -> None:
+    """Configs belong to a role (text, ``""`` for the default role) and a skill (a non-empty name)."""
+    if not isinstance(role_id, str):
+        raise InvalidInput(f"role must be text ('' for the default role), not {type(role_id).__name__}")
+    if not isinstance(skill, str) or not skill.strip():
+        raise InvalidInput(f"skill must be a skill's name, got {skill!r}")
 
 
 class ConfigStore:
@@ -58,12 +67,15 @@ class ConfigStore:
 
     async def set(self, role_id: str, skill: str, values: Mapping[str, Any]) -> dict[str, bool]:
         """Store values (credential-looking keys encrypted); return which keys were stored as secrets."""
+        _check_scope(role_id, skill)
+        if not isinstance(values, Mapping):
+            raise InvalidInput(f"values must be a mapping such as {{'api_token': '…'}}, not {type(values).__name__}")
         rows = []
         stored: dict[str, bool] = {}
         for raw_key, value in values.items():
             key = normalize_key(str(raw_key))
             if not key:
-                raise ValueError(f"config key {raw_key!r} is empty once normalized; use a name like api_token")
+                raise InvalidInput(f"config key {raw_key!r} is empty once normalized; use a name like api_token")
             secret = looks_secret(key)
             text = "" if value is None else str(value)
             rows.append(
@@ -96,6 +108,7 @@ class ConfigStore:
 
     async def unset(self, role_id: str, skill: str, keys: list[str] | None = None) -> int:
         """Remove some keys (or all) of a skill's configs for a role; return how many rows went."""
+        _check_scope(role_id, skill)
         sessions = await self._db.session_factory()
         stmt = delete(skill_configs).where(skill_configs.c.role_id == role_id, skill_configs.c.skill == skill)
         if keys:

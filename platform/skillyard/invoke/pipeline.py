@@ -31,6 +31,12 @@ if TYPE_CHECKING:
     from ..yard import SkillYard
 
 log = logging.getLogger("skillyard.run")
+
+
+class PluginFailure(Exception):
+    """A plugin hook failed while a run was prepared: the run is refused with this message."""
+
+
 SAFE_SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
@@ -178,10 +184,17 @@ async def _context(
     if skill.code.uses_db:
         ctx["db_factory"] = await yard.database.session_factory()
     if yard.registries.has_extra_context:
-        for extra in yard.pm.hook.extra_context(skill=skill, context=ctx):
-            values = await await_me_maybe(extra)
-            for key, value in (values or {}).items():
-                ctx.setdefault(key, value)
+        try:
+            for extra in yard.pm.hook.extra_context(skill=skill, context=ctx):
+                values = await await_me_maybe(extra)
+                for key, value in (values or {}).items():
+                    ctx.setdefault(key, value)
+        except Exception as exc:  # a plugin's bug: the run is refused, the traceback goes to the log
+            log.exception("extra_context hook failed for %s", skill.name)
+            raise PluginFailure(
+                f"skill {skill.name!r} did not run: a plugin's extra_context hook failed "
+                f"({exc.__class__.__name__}: {exc}); fix or remove the plugin (skillyard plugins lists them)"
+            ) from None
     ctx["_call_depth"] = depth
     return ctx
 
@@ -222,7 +235,10 @@ async def execute(
             input = apply_raw_prompt(dict(input), schema or skill.schema.exposed, str(given["raw_input"]))
         data, envelope = prepare_input(skill, sub, input, configs)
     if envelope is None:
-        ctx = await _context(yard, skill, given, configs, depth, turn)
+        try:
+            ctx = await _context(yard, skill, given, configs, depth, turn)
+        except PluginFailure as exc:
+            return env_mod.failure(skill.name, str(exc), error_type="config", non_retriable=True)
         data, envelope = _place_files(yard, skill, data, ctx)
     if envelope is None:
         run = Run(yard, skill, sub, data, ctx, turn, depth)
@@ -240,7 +256,18 @@ async def finish_run(yard: SkillYard, run: Run) -> dict[str, Any]:
     envelope = await _execute(yard, run)
     if run.depth == 0:
         for processor in yard.registries.processors:
-            envelope = await await_me_maybe(processor.func(envelope, run))
+            try:
+                envelope = await await_me_maybe(processor.func(envelope, run))
+            except Exception as exc:  # a processor's bug: no half-processed result, the traceback goes to the log
+                log.exception("result processor %s failed for %s", processor.name, run.skill.name)
+                envelope = env_mod.failure(
+                    run.skill.name,
+                    f"skill {run.skill.name!r} ran, but the result processor {processor.name!r} failed on its result "
+                    f"({exc.__class__.__name__}: {exc}); fix or remove the plugin (skillyard plugins lists them)",
+                    error_type="config",
+                    non_retriable=True,
+                )
+                break
     yard.runlog.add(run, envelope)
     return envelope
 
