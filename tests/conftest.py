@@ -14,7 +14,7 @@ import pytest
 # Tests never autoload third-party plugins (an empty allow-list loads none).
 os.environ["SKILLYARD_LOAD_PLUGINS"] = ""
 
-pytest_plugins = ("datatable_probes", "recording_channel")  # shared fixtures: yard and org, recording_channel
+pytest_plugins = ("datatable_probes", "outputs_probes", "recording_channel")  # shared fixtures of the probes
 
 
 @pytest.fixture(scope="session")

@@ -20,13 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 from local_http import serve
+from outputs_probes import ECHO, HTML, JSON_BODY, PNG, echo_skill, files_in, result_skill
 from skillyard import SkillYard, safe_write
 from skillyard.cli import cli
-
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
-HTML = b"<!DOCTYPE html><html><head><title>a page</title></head><body>hello</body></html>"
-JSON_BODY = b'{"data": [1, 2, 3], "ok": true}'
-
 
 # --- a local HTTP server (127.0.0.1 only) -----------------------------------------------------------------------
 
@@ -101,26 +97,8 @@ def seen(server):
     return Files.requests
 
 
-@pytest.fixture
-def allow_private(monkeypatch):
-    monkeypatch.setenv("SKILLYARD_ALLOW_PRIVATE_URLS", "1")
-
-
 # --- helpers ----------------------------------------------------------------------------------------------------
 
-
-@pytest.fixture
-def yard_for(skills_root):
-    def make(**kwargs):
-        return SkillYard(skills_dirs=[skills_root], include_builtin=False, **kwargs)
-
-    return make
-
-
-ECHO = """
-async def execute(input, ctx):
-    return {"got": input, "ws": ctx["workspace_dir"]}
-"""
 
 ALL_PATH_FIELDS = [
     *("input", "output", "file", "path", "video", "audio", "image", "src", "dst"),
@@ -129,25 +107,6 @@ ALL_PATH_FIELDS = [
 ]
 LIST_FIELDS = ["inputs", "files", "videos", "images", "clips", "sources", "paths"]
 OUTPUT_FIELDS = ["output", "dst", "output_path", "out"]
-
-
-def echo_skill(make_skill, name="echo", frontmatter=None, schema=None):
-    files = {"handler.py": ECHO}
-    if schema is not None:
-        files["schema.json"] = json.dumps(schema)
-    return make_skill(name, frontmatter=frontmatter, files=files)
-
-
-def files_in(folder: Path) -> list[str]:
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-
-
-def result_skill(make_skill, name: str, body: str, frontmatter: str | None = None):
-    """A skill whose handler body (indented 4 spaces) ends in a return; ws = Path(workspace_dir)."""
-    lines = "\n".join("    " + line for line in body.strip("\n").splitlines())
-    head = "import asyncio, json, time\nfrom pathlib import Path\nasync def execute(input, ctx):\n"
-    code = f"{head}    ws = Path(ctx['workspace_dir'])\n{lines}\n"
-    return make_skill(name, frontmatter=frontmatter, files={"handler.py": code})
 
 
 # =================================================================================================================

@@ -26,21 +26,10 @@ import httpcore
 import pytest
 
 from local_http import serve
+from outputs_probes import HTML, JSON_BODY, PNG, URLS, cli, echo_skill, files_in, listed, result_skill, sid
 from skillyard import SkillYard, safe_write
 
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
-HTML = b"<!DOCTYPE html><html><head><title>a page</title></head><body>hello</body></html>"
-JSON_BODY = b'{"data": [1, 2, 3], "ok": true}'
 MIGRATIONS = Path(__file__).resolve().parent.parent / "platform" / "skillyard" / "storage" / "migrations" / "versions"
-
-
-def sid(name: str) -> str:
-    """A session id unique to this test run (the PostgreSQL of the pytest session is shared by every test)."""
-    return f"r2-{name}-{uuid.uuid4().hex[:8]}"
-
-
-def files_in(folder: Path) -> list[str]:
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 
 
 def sha(data: bytes) -> str:
@@ -110,62 +99,7 @@ def seen(server):
     return Files.requests
 
 
-@pytest.fixture
-def allow_private(monkeypatch):
-    monkeypatch.setenv("SKILLYARD_ALLOW_PRIVATE_URLS", "1")
-
-
-@pytest.fixture
-def deny_private(monkeypatch):
-    monkeypatch.delenv("SKILLYARD_ALLOW_PRIVATE_URLS", raising=False)
-
-
 # --- skills -----------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def yard_for(skills_root):
-    def make(**kwargs):
-        return SkillYard(skills_dirs=[skills_root], include_builtin=False, **kwargs)
-
-    return make
-
-
-ECHO = """
-async def execute(input, ctx):
-    return {"got": input, "ws": ctx["workspace_dir"], "attachments": ctx["attachments"]}
-"""
-
-
-def echo_skill(make_skill, name: str = "echo", frontmatter: str | None = None) -> None:
-    make_skill(name, frontmatter=frontmatter, files={"handler.py": ECHO})
-
-
-def result_skill(make_skill, name: str, body: str, frontmatter: str | None = None) -> None:
-    """A skill whose handler body (indented 4 spaces) ends in a return; ws = Path(workspace_dir)."""
-    lines = "\n".join("    " + line for line in body.strip("\n").splitlines())
-    head = "import asyncio, json, time\nfrom pathlib import Path\nasync def execute(input, ctx):\n"
-    code = f"{head}    ws = Path(ctx['workspace_dir'])\n{lines}\n"
-    make_skill(name, frontmatter=frontmatter, files={"handler.py": code})
-
-
-URLS = "return dict(input['result'])"
-
-
-async def listed(session: str) -> list[dict[str, Any]]:
-    async with SkillYard(include_builtin=False) as yard:
-        return [a.as_dict() for a in await yard.attachments.for_session(session)]
-
-
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """The real ``skillyard`` command in a subprocess (python -m skillyard), with this test's environment."""
-    return subprocess.run(
-        [sys.executable, "-m", "skillyard", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def cli_popen(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

@@ -11,73 +11,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
-import subprocess
-import sys
-import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from skillyard import SkillYard
+from outputs_probes import cli, echo_skill, listed, result_skill, sid
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-
-def sid(name: str) -> str:
-    """A session id unique to this test run (the PostgreSQL of the pytest session is shared by every test)."""
-    return f"r3-{name}-{uuid.uuid4().hex[:8]}"
-
-
-def files_in(folder: Path) -> list[str]:
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-
-
-@pytest.fixture
-def yard_for(skills_root):
-    def make(**kwargs):
-        return SkillYard(skills_dirs=[skills_root], include_builtin=False, **kwargs)
-
-    return make
-
-
-ECHO = """
-async def execute(input, ctx):
-    return {"got": input, "ws": ctx["workspace_dir"], "attachments": ctx["attachments"]}
-"""
-
-
-def echo_skill(make_skill, name: str = "echo", frontmatter: str | None = None, schema: dict | None = None) -> None:
-    files = {"handler.py": ECHO}
-    if schema is not None:
-        files["schema.json"] = json.dumps(schema)
-    make_skill(name, frontmatter=frontmatter, files=files)
-
-
-def result_skill(make_skill, name: str, body: str, frontmatter: str | None = None) -> None:
-    """A skill whose handler body (indented 4 spaces) ends in a return; ws = Path(workspace_dir)."""
-    lines = "\n".join("    " + line for line in body.strip("\n").splitlines())
-    head = "import asyncio, json, os, time\nfrom pathlib import Path\nasync def execute(input, ctx):\n"
-    code = f"{head}    ws = Path(ctx['workspace_dir'])\n{lines}\n"
-    make_skill(name, frontmatter=frontmatter, files={"handler.py": code})
-
-
-async def listed(session: str) -> list[dict[str, Any]]:
-    async with SkillYard(include_builtin=False) as yard:
-        return [a.as_dict() for a in await yard.attachments.for_session(session)]
-
-
-def cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """The real ``skillyard`` command in a subprocess (python -m skillyard), with this test's environment."""
-    return subprocess.run(
-        [sys.executable, "-m", "skillyard", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-        env=dict(os.environ),
-    )
 
 
 # =================================================================================================================

@@ -14,11 +14,8 @@ import contextlib
 import hashlib
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
-import uuid
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,25 +24,13 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 import pytest
 
 from local_http import serve
-from skillyard import SkillYard
+from outputs_probes import HTML, JSON_BODY, PNG, URLS, cli, echo_skill, files_in, listed, result_skill, sid
 
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
 MP3 = b"ID3\x03\x00\x00\x00" + b"\xff\xfb" * 500
-HTML = b"<!DOCTYPE html><html><head><title>a page</title></head><body>hello</body></html>"
-JSON_BODY = b'{"data": [1, 2, 3], "ok": true}'
-
-
-def sid(name: str) -> str:
-    """A session id unique to this test run (the PostgreSQL of the pytest session is shared by every test)."""
-    return f"r4-{name}-{uuid.uuid4().hex[:8]}"
 
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def files_in(folder: Path) -> list[str]:
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 
 
 # --- a local HTTP server (127.0.0.1 only) -----------------------------------------------------------------------
@@ -120,46 +105,8 @@ def seen(server):
     return Files.requests
 
 
-@pytest.fixture
-def allow_private(monkeypatch):
-    monkeypatch.setenv("SKILLYARD_ALLOW_PRIVATE_URLS", "1")
-
-
-@pytest.fixture
-def deny_private(monkeypatch):
-    monkeypatch.delenv("SKILLYARD_ALLOW_PRIVATE_URLS", raising=False)
-
-
 # --- skills -----------------------------------------------------------------------------------------------------
 
-
-@pytest.fixture
-def yard_for(skills_root):
-    def make(**kwargs):
-        return SkillYard(skills_dirs=[skills_root], include_builtin=False, **kwargs)
-
-    return make
-
-
-ECHO = """
-async def execute(input, ctx):
-    return {"got": input, "ws": ctx["workspace_dir"], "attachments": ctx["attachments"]}
-"""
-
-
-def echo_skill(make_skill, name: str = "echo", frontmatter: str | None = None) -> None:
-    make_skill(name, frontmatter=frontmatter, files={"handler.py": ECHO})
-
-
-def result_skill(make_skill, name: str, body: str, frontmatter: str | None = None) -> None:
-    """A skill whose handler body (indented 4 spaces) ends in a return; ws = Path(workspace_dir)."""
-    lines = "\n".join("    " + line for line in body.strip("\n").splitlines())
-    head = "import asyncio, json, os, time\nfrom pathlib import Path\nasync def execute(input, ctx):\n"
-    code = f"{head}    ws = Path(ctx['workspace_dir'])\n{lines}\n"
-    make_skill(name, frontmatter=frontmatter, files={"handler.py": code})
-
-
-URLS = "return dict(input['result'])"
 
 # writes input["files"] ({name: text}) into the workspace, then returns input["result"] with "{ws}" filled in
 WRITE_AND_RETURN = """
@@ -173,22 +120,6 @@ return json.loads(json.dumps(input.get("result", {"ok": True})).replace("{ws}", 
 
 def writer(make_skill, name: str = "writer", frontmatter: str | None = None) -> None:
     result_skill(make_skill, name, WRITE_AND_RETURN, frontmatter=frontmatter)
-
-
-async def listed(session: str) -> list[dict[str, Any]]:
-    async with SkillYard(include_builtin=False) as yard:
-        return [a.as_dict() for a in await yard.attachments.for_session(session)]
-
-
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """The real ``skillyard`` command in a subprocess (python -m skillyard), with this test's environment."""
-    return subprocess.run(
-        [sys.executable, "-m", "skillyard", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def make_files(folder: Path, names: list[str]) -> list[Path]:

@@ -219,7 +219,10 @@ async def upsert(
                                 continue
                             inserted += added
                             updated += changed
-                            ids = None if written is None or ids is None else [*ids, *written]
+                            if ids is not None and written is not None:
+                                ids.extend(written)
+                            else:  # before PostgreSQL 17: no ids, the keys are counted instead
+                                ids = None
             incomplete = [(number, values) for number, values in batch if _missing_required(ctx, values)]
             if incomplete:  # the MERGE inserted none of these: the ones that matched no row were not written
                 for position in sorted(await _unmatched(conn, ctx, keys, [v for _, v in incomplete], extra)):

@@ -232,7 +232,7 @@ async def run_subprocess(
     return parse_stdout(out_text, cwd)
 
 
-_GO_EXIT_STATUS = re.compile(r"exit status (\d+)\n?\Z")
+_GO_EXIT_STATUS = re.compile(r"(?:\A|\n)exit status (\d+)\n?\Z")  # go run's own last stderr line
 
 
 def _program_exit(skill: Skill, returncode: int | None, err_text: str) -> tuple[int | None, str]:
@@ -241,7 +241,7 @@ def _program_exit(skill: Skill, returncode: int | None, err_text: str) -> tuple[
     program's."""
     if skill.exec.type == "GO" and returncode == 1:
         found = _GO_EXIT_STATUS.search(err_text)
-        if found and (found.start() == 0 or err_text[found.start() - 1] == "\n"):
+        if found:
             return int(found.group(1)), err_text[: found.start()]
     return returncode, err_text
 

@@ -66,7 +66,7 @@ def dispatch_background(yard: SkillYard, run: Run, configs: dict[str, Any]) -> d
         except Exception:  # the acknowledgement is already sent; make sure the failure is seen
             log.exception("background run of %r crashed", run.skill.name)
             envelope = {"ok": False, "error": f"{run.skill.name} crashed in the background"}
-        files = _artifact_items(envelope, Path(ctx["workspace_dir"]))
+        files = _artifact_items(envelope, Path(ctx["workspace_dir"]), yard.settings.workspaces_root)
         delivered = await yard.channels.deliver(ctx, _summary(envelope, run.skill.name), files)
         log.info("background run of %r finished (ok=%s, delivered=%s)", run.skill.name, envelope.get("ok"), delivered)
 
@@ -80,13 +80,13 @@ def dispatch_background(yard: SkillYard, run: Run, configs: dict[str, Any]) -> d
     }
 
 
-def _artifact_items(envelope: dict[str, Any], workspace: Path) -> list[dict[str, Any]]:
-    """The declared artifacts whose file exists (a relative path is read in the workspace): a channel is never
-    handed a path to nothing."""
-    from ..outputs.artifacts import declared_artifacts
+def _artifact_items(envelope: dict[str, Any], workspace: Path, workspaces_root: Path) -> list[dict[str, Any]]:
+    """The declared artifacts whose file exists, read as registration reads them: a channel is never handed a path
+    to nothing, nor into another session's workspace."""
+    from ..outputs.artifacts import declared_artifacts, existing_file
 
     return [
         dict(item)
         for item, _ in declared_artifacts(envelope)
-        if isinstance(item.get("local_path"), str) and (workspace / item["local_path"]).is_file()
+        if existing_file(item.get("local_path"), workspace, workspaces_root) is not None
     ]

@@ -37,6 +37,14 @@ class PluginFailure(Exception):
     """A plugin hook failed while a run was prepared: the run is refused with this message."""
 
 
+def _plugin_failure(skill: str, what: str, exc: Exception) -> str:
+    """The message of a run a plugin's bug stopped (the traceback goes to the log, where the caller logged it)."""
+    return (
+        f"skill {skill!r} {what} failed ({exc.__class__.__name__}: {exc}); fix or remove the plugin "
+        "(skillyard plugins lists them)"
+    )
+
+
 SAFE_SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
@@ -191,10 +199,8 @@ async def _context(
                     ctx.setdefault(key, value)
         except Exception as exc:  # a plugin's bug: the run is refused, the traceback goes to the log
             log.exception("extra_context hook failed for %s", skill.name)
-            raise PluginFailure(
-                f"skill {skill.name!r} did not run: a plugin's extra_context hook failed "
-                f"({exc.__class__.__name__}: {exc}); fix or remove the plugin (skillyard plugins lists them)"
-            ) from None
+            message = _plugin_failure(skill.name, "did not run: a plugin's extra_context hook", exc)
+            raise PluginFailure(message) from None
     ctx["_call_depth"] = depth
     return ctx
 
@@ -260,13 +266,9 @@ async def finish_run(yard: SkillYard, run: Run) -> dict[str, Any]:
                 envelope = await await_me_maybe(processor.func(envelope, run))
             except Exception as exc:  # a processor's bug: no half-processed result, the traceback goes to the log
                 log.exception("result processor %s failed for %s", processor.name, run.skill.name)
-                envelope = env_mod.failure(
-                    run.skill.name,
-                    f"skill {run.skill.name!r} ran, but the result processor {processor.name!r} failed on its result "
-                    f"({exc.__class__.__name__}: {exc}); fix or remove the plugin (skillyard plugins lists them)",
-                    error_type="config",
-                    non_retriable=True,
-                )
+                what = f"ran, but the result processor {processor.name!r} on its result"
+                message = _plugin_failure(run.skill.name, what, exc)
+                envelope = env_mod.failure(run.skill.name, message, error_type="config", non_retriable=True)
                 break
     yard.runlog.add(run, envelope)
     return envelope

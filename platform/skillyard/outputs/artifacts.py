@@ -57,13 +57,13 @@ def file_clock_ns() -> int:
     return time.time_ns()
 
 
-def _existing_file(value: Any, workspace: Path, workspaces_root: Path) -> Path | None:
+def existing_file(value: Any, workspace: Path, workspaces_root: Path) -> Path | None:
     """The resolved file a declared ``local_path``/``filename`` names, or None.
 
     A relative value is read inside the workspace and must stay there (no ``..`` or symlink out of it); an absolute
     value may be anywhere except another session's workspace.
     """
-    if not isinstance(value, str) or not value or "\x00" in value or not _is_utf8(value):
+    if not _names_a_path(value) or not _is_utf8(value):
         return None
     try:
         if os.path.isabs(value):
@@ -87,11 +87,14 @@ def _is_utf8(name: str) -> bool:
     return True
 
 
+def _names_a_path(value: Any) -> bool:
+    """Whether a declared ``local_path`` / ``filename`` can name a file at all: non-empty text without a NUL."""
+    return isinstance(value, str) and bool(value) and "\x00" not in value
+
+
 def _declared_path(workspace: str, value: Any) -> str | None:
     """The real path a declared ``local_path`` names, as registration reads it; None for one that names nothing."""
-    if not isinstance(value, str) or not value or "\x00" in value:
-        return None
-    return os.path.realpath(os.path.join(workspace, value))
+    return os.path.realpath(os.path.join(workspace, value)) if _names_a_path(value) else None
 
 
 def declared_artifacts(envelope: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
@@ -127,9 +130,9 @@ async def register_artifacts(envelope: dict[str, Any], run: Run) -> dict[str, An
     root = run.yard.settings.workspaces_root
     pending: list[tuple[dict[str, Any], NewAttachment]] = []
     for item, default_media in declared:
-        path = _existing_file(item.get("local_path"), workspace, root)
+        path = existing_file(item.get("local_path"), workspace, root)
         if path is None and item is envelope:
-            path = _existing_file(item.get("filename"), workspace, root)
+            path = existing_file(item.get("filename"), workspace, root)
         if path is None:
             continue
         stated = item.get("media")

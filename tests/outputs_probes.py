@@ -1,0 +1,94 @@
+"""What the artifacts review probes share (tests/test_outputs_conformance*.py): test data, unique session ids, the
+skills they run, the session's attachment listing, the real CLI in a subprocess, and the fixtures for private
+addresses and a SkillYard over the test's skill root."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillyard import SkillYard
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
+HTML = b"<!DOCTYPE html><html><head><title>a page</title></head><body>hello</body></html>"
+JSON_BODY = b'{"data": [1, 2, 3], "ok": true}'
+
+#: A handler that echoes its input, its workspace and its attachments.
+ECHO = """
+async def execute(input, ctx):
+    return {"got": input, "ws": ctx["workspace_dir"], "attachments": ctx["attachments"]}
+"""
+#: A result_skill body returning the input's ``result`` as the skill's result.
+URLS = "return dict(input['result'])"
+
+
+def sid(name: str) -> str:
+    """A session id unique to this test run (the PostgreSQL of the pytest session is shared by every test)."""
+    return f"probe-{name}-{uuid.uuid4().hex[:8]}"
+
+
+def files_in(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def echo_skill(make_skill, name: str = "echo", frontmatter: str | None = None, schema: dict | None = None) -> None:
+    files = {"handler.py": ECHO}
+    if schema is not None:
+        files["schema.json"] = json.dumps(schema)
+    make_skill(name, frontmatter=frontmatter, files=files)
+
+
+def result_skill(make_skill, name: str, body: str, frontmatter: str | None = None) -> None:
+    """A skill whose handler body (indented 4 spaces) ends in a return; ws = Path(workspace_dir)."""
+    lines = "\n".join("    " + line for line in body.strip("\n").splitlines())
+    head = "import asyncio, json, os, time\nfrom pathlib import Path\nasync def execute(input, ctx):\n"
+    code = f"{head}    ws = Path(ctx['workspace_dir'])\n{lines}\n"
+    make_skill(name, frontmatter=frontmatter, files={"handler.py": code})
+
+
+async def listed(session: str) -> list[dict[str, Any]]:
+    """The session's attachments, as `skillyard artifacts --json` lists them."""
+    async with SkillYard(include_builtin=False) as yard:
+        return [a.as_dict() for a in await yard.attachments.for_session(session)]
+
+
+def cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The real ``skillyard`` command in a subprocess (python -m skillyard), with this test's environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "skillyard", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.fixture
+def allow_private(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SKILLYARD_ALLOW_PRIVATE_URLS", "1")
+
+
+@pytest.fixture
+def deny_private(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SKILLYARD_ALLOW_PRIVATE_URLS", raising=False)
+
+
+@pytest.fixture
+def yard_for(skills_root: Path) -> Callable[..., SkillYard]:
+    """``yard_for(**kwargs)``: a SkillYard over the test's skill root, without the built-in skills."""
+
+    def make(**kwargs: Any) -> SkillYard:
+        return SkillYard(skills_dirs=[skills_root], include_builtin=False, **kwargs)
+
+    return make
