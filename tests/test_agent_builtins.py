@@ -125,7 +125,7 @@ async def add_evidence(ctx: NodeContext, tool: str = "queryArticle", **kw: Any) 
         "response": {"code": 200, "data": {"records": [{"id": "a1", "spaceId": "s9"}], "id": "a42"}},
     }
     fields.update(kw)
-    evidence = Evidence(id=await ctx.store.new_evidence_id(), task_id="t1", tool=tool, **fields)
+    evidence = Evidence(id=ctx.store.new_evidence_id(), task_id="t1", tool=tool, **fields)
     await ctx.record(evidence)
     return evidence
 

@@ -10,7 +10,7 @@ memory for unit tests; the PostgreSQL store (store.py) is the real one.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -56,7 +56,9 @@ def platform_fields(identity: Mapping[str, Any], hidden: Iterable[str] = HIDDEN_
 class EvidenceStore(Protocol):
     """Where evidence lives; every change is saved at once so a crash never loses a started write."""
 
-    async def new_evidence_id(self) -> str: ...
+    def new_evidence_id(self) -> str:
+        """A new unique id, made here (not by the database): a plain call on every business-tool call."""
+        ...
 
     async def save_evidence(self, evidence: Evidence) -> None: ...
 
@@ -68,7 +70,7 @@ class MemoryEvidenceStore:
     saved: dict[str, Evidence] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
-    async def new_evidence_id(self) -> str:
+    def new_evidence_id(self) -> str:
         return f"ev_{next(self._ids)}"
 
     async def save_evidence(self, evidence: Evidence) -> None:
@@ -119,9 +121,10 @@ class NodeContext:
             ordered.extend(sorted(self.node_evidence(node_id), key=lambda e: e.seq, reverse=True))
         return ordered
 
-    async def record(self, evidence: Evidence) -> None:
-        """Add or update an evidence record and save it at once."""
+    def record(self, evidence: Evidence) -> Awaitable[None]:
+        """Add or update an evidence record and save it at once: await the result (the store's save, returned as
+        it is rather than awaited in a coroutine of its own, on every business-tool call)."""
         if evidence.seq == 0:  # not registered yet: registration numbers it (loaded records already have a seq)
             evidence.seq = (self.evidence[-1].seq if self.evidence else 0) + 1
             self.evidence.append(evidence)
-        await self.store.save_evidence(evidence)
+        return self.store.save_evidence(evidence)

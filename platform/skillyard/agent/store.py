@@ -126,7 +126,7 @@ class AgentStore:
 
     # -- evidence (the EvidenceStore protocol) --------------------------------------------------------------
 
-    async def new_evidence_id(self) -> str:
+    def new_evidence_id(self) -> str:
         return new_id("ev")
 
     async def save_evidence(self, evidence: Evidence) -> None:
@@ -181,7 +181,7 @@ class MemoryAgentStore:
     async def save_turn(self, node: NodeState, task: TaskState, session: SessionState) -> None:
         self.nodes[node.id], self.tasks[task.id], self.sessions[session.id] = node, task, session
 
-    async def new_evidence_id(self) -> str:
+    def new_evidence_id(self) -> str:
         return new_id("ev")
 
     async def save_evidence(self, evidence: Evidence) -> None:

@@ -15,6 +15,8 @@ from ..state import Evidence, EvidenceStatus, Observation
 from . import arg_binding, arg_policy, evidence, fingerprint, invoke, param_contract, response, write_gate
 from .base import ChainCall
 
+SUCCESS = EvidenceStatus.SUCCESS  # read once: an enum member read off its class is slow on Python 3.11
+
 
 def _denied(call: ChainCall) -> Observation:
     tools = ", ".join(call.ctx.skill.tool_names) or "none"
@@ -68,7 +70,7 @@ def _settle(call: ChainCall, record: Evidence, envelope: dict[str, Any]) -> Obse
             _failure_step(call, failure, record.status),
             evidence_id=record.id,
         )
-    record.status = EvidenceStatus.SUCCESS
+    record.status = SUCCESS
     # response.business_ok(call.plan.success, envelope), whose failed() check is the one just made
     record.business_ok = False if failed else response.success_holds(call.plan.success, envelope)
     if record.business_ok:
@@ -111,7 +113,7 @@ async def call_tool(
         return refusal
     # the call itself (one coroutine layer less than a separate stage function)
     record = Evidence.started(
-        id=await ctx.store.new_evidence_id(),
+        id=ctx.store.new_evidence_id(),
         task_id=ctx.task.id,
         node_id=ctx.node.id,
         tool=name,
@@ -122,7 +124,11 @@ async def call_tool(
     if write:
         await ctx.record(record)  # §14: registered before the call, so a crash leaves a trace
     ctx.tool_started(name, contract)
-    observation = _settle(call, record, await invoke.run(call))
+    try:  # invoke.run(call), without its coroutine layer
+        envelope = await invoke.start(call)
+    except Exception as exc:
+        envelope = invoke.crashed(call, exc)
+    observation = _settle(call, record, envelope)
     await ctx.record(record)
     fingerprint.count(call, record.succeeded)
     return observation

@@ -1,6 +1,6 @@
 """The call itself and §14.4: how a failed envelope is classified.
 
-The business skill runs through ``yard.run`` with the caller's identity, the session id and, for writes, the
+The business skill runs through ``yard.run``'s pipeline with the caller's identity, the session id and, for writes, the
 idempotency key in its runtime_context. The envelope says what went wrong (invoke/envelope.py, pipeline.py):
 
 * ``timed_out`` (the wall clock, or an HTTP timeout) → ``TOOL_TIMEOUT``;
@@ -19,9 +19,11 @@ import asyncio
 import builtins
 import socket
 import ssl
+from collections.abc import Awaitable
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from ...invoke import pipeline
 from ...invoke.envelope import exception_family, is_failure
 from ..codes import ErrorCode
 from ..state import EvidenceStatus
@@ -103,25 +105,36 @@ def runtime_context(call: ChainCall) -> dict[str, Any]:
     return context
 
 
+def start(call: ChainCall) -> Awaitable[dict[str, Any]]:
+    """The business skill's run, to await once (never retried): a skill_md tool runs as a sub-agent, any other
+    skill through ``yard.run``'s pipeline (entered one layer down: the context is a fresh mapping, no turn).
+    Await it under ``try`` and turn an exception into an envelope with :func:`crashed` (:func:`run` does both)."""
+    skill = call.catalog_skill  # the arg policy resolved it (None: resolve it here)
+    if skill is None:
+        found = call.ctx.yard.resolve(call.tool)
+        skill = found[0] if found is not None else None
+    if skill is not None and skill.skill_type == "skill_md" and call.ctx.model is not None:
+        from ..sub_agent import run_skill_md
+
+        return run_skill_md(call.ctx, skill, call.args)
+    return pipeline.execute(call.ctx.yard, call.tool, call.args, runtime_context(call))
+
+
+def crashed(call: ChainCall, exc: Exception) -> dict[str, Any]:
+    """The envelope of a call the platform itself failed (the §14.4 class comes from ``exception_type``)."""
+    message = str(exc).strip() or exc.__class__.__name__
+    return {
+        "ok": False,
+        "success": False,
+        "error": f"calling {call.tool!r} failed: {message}",
+        "exception_type": exc.__class__.__name__,
+        "exception_family": exception_family(exc.__class__),
+    }
+
+
 async def run(call: ChainCall) -> dict[str, Any]:
     """Run the business skill once (never retried); an exception of the platform itself becomes an envelope."""
     try:
-        skill = call.catalog_skill  # the arg policy resolved it (None: resolve it here)
-        if skill is None:
-            found = call.ctx.yard.resolve(call.tool)
-            skill = found[0] if found is not None else None
-        if skill is not None and skill.skill_type == "skill_md" and call.ctx.model is not None:
-            from ..sub_agent import run_skill_md
-
-            return await run_skill_md(call.ctx, skill, call.args)
-        envelope = await call.ctx.yard.run(call.tool, call.args, context=runtime_context(call))
+        return await start(call)
     except Exception as exc:
-        message = str(exc).strip() or exc.__class__.__name__
-        return {
-            "ok": False,
-            "success": False,
-            "error": f"calling {call.tool!r} failed: {message}",
-            "exception_type": exc.__class__.__name__,
-            "exception_family": exception_family(exc.__class__),
-        }
-    return envelope
+        return crashed(call, exc)

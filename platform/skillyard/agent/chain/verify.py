@@ -59,7 +59,7 @@ async def verify_write(ctx: NodeContext, record: Evidence) -> Observation:
     verifier = ctx.tool_contract(tool)
     call = ChainCall(ctx, tool, args, contract=verifier, args=args)
     check = Evidence.started(
-        id=await ctx.store.new_evidence_id(),
+        id=ctx.store.new_evidence_id(),
         task_id=ctx.task.id,
         node_id=ctx.node.id,
         tool=tool,
