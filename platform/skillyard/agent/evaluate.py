@@ -37,10 +37,11 @@ def _lookup(ctx: NodeContext, expr: Expression) -> tuple[bool, Any]:
     if expr.prefix is Prefix.INPUTS:
         return get_path(ctx.node.inputs, expr.path)
     if expr.prefix is Prefix.OUTPUTS:
-        written = ctx.node.outputs.get(expr.head)
+        key, rest = _key_and_rest(expr)
+        written = ctx.node.outputs.get(key)
         if written is None:
             return False, None
-        return get_path(written.value, ".".join(expr.parts[1:]))
+        return get_path(written.value, rest)
     if expr.prefix is Prefix.SHARED:
         return get_path(ctx.task.shared, expr.path)
     if expr.prefix is Prefix.SESSION:
@@ -51,11 +52,17 @@ def _lookup(ctx: NodeContext, expr: Expression) -> tuple[bool, Any]:
     if expr.prefix is Prefix.PRIOR:
         return prior_value(ctx.session.entities, expr.head, ".".join(expr.parts[1:]))
     if expr.prefix is Prefix.EVIDENCE:
-        key, rest = expr.head, ".".join(expr.parts[1:])
-        if key.endswith("[]"):  # evidence.tags[].id: the key is "tags", every item's id
-            key, rest = key[:-2], ".".join(p for p in ("[]", rest) if p)
-        return evidence_value(ctx, key, rest)
+        return evidence_value(ctx, *_key_and_rest(expr))
     return False, None  # call.* only exists inside verify.args
+
+
+def _key_and_rest(expr: Expression) -> tuple[str, str]:
+    """The key an ``outputs.`` / ``evidence.`` expression names and the path inside its value:
+    ``evidence.tags[].id`` is the key ``tags`` and every item's ``id``."""
+    key, rest = expr.head, ".".join(expr.parts[1:])
+    if key.endswith("[]"):
+        key, rest = key[:-2], ".".join(p for p in ("[]", rest) if p)
+    return key, rest
 
 
 def find_entity(entities: list[Entity], ref: str) -> Entity | None:

@@ -87,7 +87,10 @@ def _tokens(pattern: str) -> list[tuple[str, str]]:
 
 
 def format_with(value: datetime, pattern: str) -> str:
-    """``value`` in a Java-style pattern (or a strftime pattern when it contains ``%``)."""
+    """``value`` in a Java-style pattern (or a strftime pattern when it contains ``%``). A value without a zone is
+    local time, so ``Z`` / ``XXX`` (``%z``) print the local offset; the wall-clock fields do not change."""
+    if value.tzinfo is None:
+        value = value.astimezone()
     if "%" in pattern:
         return value.strftime(pattern)
     return "".join(_FIELDS[letter](value, len(run)) if letter else run for letter, run in _tokens(pattern))
