@@ -286,8 +286,14 @@ class SkillYard:
         model = model if model is not None else settings.model.spec
         if model is None:
             raise AgentError(
-                "no model: pass model= a ChatModel or a spec such as 'script:turns.yaml' / 'openai:gpt-4o-mini', or "
-                "set [agent.model] spec in settings.toml (or SKILLYARD_MODEL)"
+                "no model: pass a spec such as 'script:turns.yaml' / 'openai:gpt-4o-mini' (--model on the command "
+                "line, model= in Python, where a ChatModel works too), or set [agent.model] spec in settings.toml "
+                "(or SKILLYARD_MODEL)"
+            )
+        if not isinstance(model, str) and not callable(getattr(model, "complete", None)):
+            raise AgentError(
+                f"model must be a spec such as 'script:turns.yaml' / 'openai:gpt-4o-mini' or a ChatModel (an object "
+                f"with an async complete(messages, tools, state) method), not {type(model).__name__}"
             )
         if isinstance(model, str):
             return Agent(self, loaded, model_from_spec(model, settings), settings, model_spec=stored_spec(model))

@@ -189,8 +189,7 @@ class ContractReader:
                 "§16.10",
                 path,
                 f"platform field {expr.head!r} is not open; use one of {', '.join(sorted(self.open_fields))} "
-                "(the [agent] platform_hidden setting closes passportId, clientId, sessionType, adminUser, "
-                "adminCompany)",
+                "(the [agent] platform_hidden setting lists the closed ones)",
             )
             return None
         return expr

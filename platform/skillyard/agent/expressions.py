@@ -13,9 +13,9 @@ HIDDEN_PLATFORM_FIELDS: tuple[str, ...] = ("passportId", "clientId", "sessionTyp
 
 
 def open_platform_fields(hidden: Iterable[str] = HIDDEN_PLATFORM_FIELDS) -> frozenset[str]:
-    """The platform fields contracts may read: the seven open ones, plus any of the five closed-by-default ones the
-    ``[agent] platform_hidden`` setting no longer hides (§11: they are closed by configuration, not by nature)."""
-    return frozenset(PLATFORM_FIELDS) | (frozenset(HIDDEN_PLATFORM_FIELDS) - frozenset(hidden))
+    """The platform fields contracts may read: every §11 field the ``[agent] platform_hidden`` setting does not list
+    (§11: fields are closed by configuration, not by nature; by default the five of HIDDEN_PLATFORM_FIELDS)."""
+    return (frozenset(PLATFORM_FIELDS) | frozenset(HIDDEN_PLATFORM_FIELDS)) - frozenset(hidden)
 
 
 class Prefix(StrEnum):

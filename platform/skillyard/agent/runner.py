@@ -15,6 +15,7 @@ loaded skill (the planner that picks among several is part 2).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidInput, SkillyardError
@@ -55,6 +56,8 @@ USER_MESSAGES_KEPT = 20
 def _checked_session_id(session_id: str) -> str:
     """The session id, refused before anything runs when it cannot be used (its workspace and attachments are
     named by it; the tools would all fail with it)."""
+    if not isinstance(session_id, str):
+        raise AgentError(f"the session id must be text such as 's1', not {type(session_id).__name__}")
     try:
         return check_session_id(session_id)
     except InvalidInput as exc:
@@ -108,9 +111,15 @@ class Agent:
     # -- public API --------------------------------------------------------------------------------------------
 
     async def send(
-        self, session_id: str, message: str, identity: dict[str, Any] | None = None, skill_key: str | None = None
+        self, session_id: str, message: str, identity: Mapping[str, Any] | None = None, skill_key: str | None = None
     ) -> TurnResult:
         """A user message: reopen the session's node (a suspended one takes it as its REPLY) or start a task."""
+        if not isinstance(message, str):
+            raise AgentError(f"the message must be text, not {type(message).__name__}")
+        if identity is not None and not isinstance(identity, Mapping):
+            raise AgentError(
+                f"identity must be a mapping such as {{'user_id': '42', 'org_id': '7'}}, not {type(identity).__name__}"
+            )
         session = await self._session(session_id, identity)
         if session.node_id is not None:
             ctx = await self._reopen(session)
@@ -135,6 +144,8 @@ class Agent:
             chosen = ResumeAction(str(action).upper())
         except ValueError:
             raise AgentError(f"unknown resume action {action!r}: use REPLY, CONFIRM, REJECT or CANCEL") from None
+        if text is not None and not isinstance(text, str):
+            raise AgentError(f"the resume text must be text (or None), not {type(text).__name__}")
         session = await self.store.load_session(_checked_session_id(session_id))
         if session is None or session.node_id is None:
             raise AgentError(f"session {session_id!r} has no open node to resume; start one with send / agent run")
@@ -149,7 +160,7 @@ class Agent:
 
     # -- sessions and nodes ------------------------------------------------------------------------------------
 
-    async def _session(self, session_id: str, identity: dict[str, Any] | None) -> SessionState:
+    async def _session(self, session_id: str, identity: Mapping[str, Any] | None) -> SessionState:
         session = await self.store.load_session(_checked_session_id(session_id))
         if session is None:
             session = SessionState(id=session_id, agent_code=self.profile.agent_code)

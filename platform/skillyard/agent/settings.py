@@ -127,6 +127,10 @@ class AgentSettings:
         )
 
 
+#: timedelta's own limit in whole days (about 2.7 million years): a longer duration cannot be represented.
+_LONGEST_DURATION = timedelta.max.days * 86400.0
+
+
 def parse_duration(value: str | int | float) -> timedelta:
     """``"24h"``, ``"90m"``, ``"30s"``, ``"1d"``, ``"1h30m"`` or plain seconds (number or numeric string).
 
@@ -135,7 +139,10 @@ def parse_duration(value: str | int | float) -> timedelta:
     if isinstance(value, bool):
         raise ValueError("expected a duration, got a boolean")
     if isinstance(value, int | float):
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int beyond any float
+            raise ValueError(f"{value!r} is too long a duration") from None
     else:
         text = value.strip().lower()
         if not text:
@@ -150,6 +157,8 @@ def parse_duration(value: str | int | float) -> timedelta:
             seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
     if not math.isfinite(seconds) or seconds < 0:
         raise ValueError(f"{value!r} is not a non-negative duration")
+    if seconds > _LONGEST_DURATION:
+        raise ValueError(f"{value!r} is too long a duration (at most {timedelta.max.days:,} days)")
     return timedelta(seconds=seconds)
 
 
