@@ -15,7 +15,7 @@ from ..catalog.http_spec import HttpSpecError, load_spec
 from ..catalog.skill import Skill
 from ..hookspecs import hookimpl
 from ..invoke.context import config_value
-from ..invoke.envelope import failure
+from ..invoke.envelope import failure, input_rejected
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_\-]+)\}")
 _VARIABLE = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
@@ -136,12 +136,9 @@ class HttpExecutor:
         except HttpSpecError as exc:
             return failure(skill.name, f"HTTP skill {skill.name!r}: {exc}", error_type="config", non_retriable=True)
         except MissingUrlField as exc:
-            return failure(
-                skill.name,
-                f"HTTP skill {skill.name!r}: {exc}; call it again with a value for {exc.names[0]!r}",
-                need_param=exc.names[0],
-                error_type="recoverable",
-            )
+            field = exc.names[0]
+            message = f"HTTP skill {skill.name!r}: {exc}; call it again with a value for {field!r}"
+            return input_rejected(skill.name, message, field)
         timeout = float(spec["request"].get("timeout", 30))
         try:
             async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:

@@ -55,6 +55,13 @@ def failure(skill: str, error: str, **fields: Any) -> dict[str, Any]:
     return {"ok": False, "success": False, "error": error, "skill": skill, **fields}
 
 
+def input_rejected(skill: str, error: str, field: str) -> dict[str, Any]:
+    """The platform refused the input before the skill ran (a schema, a required field, the subcommand, a path, an
+    HTTP URL field): ``need_param`` names the field, and ``invalid_input`` tells this apart from a skill's own
+    recoverable failure, which carries ``need_param`` too (the agent runtime classifies the two differently)."""
+    return failure(skill, error, need_param=field, error_type="recoverable", invalid_input=True)
+
+
 def normalize(raw: Any, skill: str) -> dict[str, Any]:
     """Normalize a raw result: a dict with ``ok``/``success`` booleans and, on failure, a specific ``error``."""
     if not isinstance(raw, Mapping):

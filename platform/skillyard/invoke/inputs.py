@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 
 from ..catalog.skill import Skill
-from .envelope import failure
+from .envelope import input_rejected
 from .fastcheck import FastCheck, compile_fast_check
 
 SUBCOMMAND = "_subcommand"
@@ -51,12 +51,11 @@ def prepare_input(
     if subs:
         sub = sub or data.get(SUBCOMMAND)
         if sub not in subs:
-            return data, failure(
+            return data, input_rejected(
                 skill.name,
                 f"skill {skill.name!r} needs a subcommand: pass {SUBCOMMAND} as one of "
                 f"{', '.join(sorted(subs))} (or call the tool {skill.name}__<subcommand>)",
-                need_param=SUBCOMMAND,
-                error_type="recoverable",
+                SUBCOMMAND,
             )
         data[SUBCOMMAND] = sub
     schema = subs[sub] if subs and sub else skill.schema.exposed
@@ -64,12 +63,11 @@ def prepare_input(
         data.pop(name, None)  # credentials come from configs, never from the caller
     for name in schema.get("required") or []:
         if is_empty(data.get(name)):
-            return data, failure(
+            return data, input_rejected(
                 skill.name,
                 f"input field {name!r} is required and was missing or empty{_describe(schema, name)}; "
                 f"call {skill.name!r} again with a value for {name!r}",
-                need_param=name,
-                error_type="recoverable",
+                name,
             )
     validator, fast = _validator(skill, sub if subs else None)
     checked = {k: v for k, v in data.items() if k != SUBCOMMAND} if SUBCOMMAND in data else data
@@ -80,11 +78,10 @@ def prepare_input(
         if field is None and error.validator in ("required", "additionalProperties") and "'" in error.message:
             field = str(error.message).split("'")[1]  # the missing or unexpected property
         where = f"input field {field!r}" if field else "the input"
-        return data, failure(
+        return data, input_rejected(
             skill.name,
             f"{where} is invalid: {error.message}{_describe(schema, field or '')}; fix it and call again",
-            need_param=field or "",
-            error_type="recoverable",
+            field or "",
         )
     for name in skill.schema.secret_params:
         if name in configs and not is_empty(configs[name]):

@@ -156,7 +156,13 @@ def _secret_values(skill: Skill, ctx: Mapping[str, Any]) -> list[str]:
     return values
 
 
-def _crashed(skill: Skill, exc: Exception, secrets: list[str]) -> dict[str, Any]:
+def _cancelled_from_outside() -> bool:
+    """Whether the running task was asked to stop (``Task.cancel``), rather than a skill raising CancelledError."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
+
+
+def _crashed(skill: Skill, exc: BaseException, secrets: list[str]) -> dict[str, Any]:
     """An exception inside a skill: the traceback (scrubbed) to the log, a failure envelope to the caller."""
     trace = "".join(traceback.format_exception(exc))
     log.error("skill %r raised %s\n%s", skill.name, exc.__class__.__name__, env_mod.scrub(trace, secrets))
@@ -286,7 +292,7 @@ def _place_files(
     try:
         return normalize_paths(data, Path(ctx["workspace_dir"]), yard.settings.workspaces_root), None
     except InputPathError as exc:
-        return data, env_mod.failure(skill.name, str(exc), need_param=exc.field, error_type="recoverable")
+        return data, env_mod.input_rejected(skill.name, str(exc), exc.field)
 
 
 async def _execute(yard: SkillYard, run: Run) -> dict[str, Any]:
@@ -314,6 +320,10 @@ async def _execute(yard: SkillYard, run: Run) -> dict[str, Any]:
             envelope = env_mod.timed_out(skill.name, seconds)
         else:  # a TimeoutError the skill raised itself
             envelope = _crashed(skill, exc, secrets)
+    except asyncio.CancelledError as exc:
+        if _cancelled_from_outside():
+            raise  # the caller (or a shutdown) stopped the run: not the skill's failure
+        envelope = _crashed(skill, exc, secrets)  # the skill raised CancelledError itself
     except Exception as exc:
         envelope = _crashed(skill, exc, secrets)
     finally:

@@ -19,11 +19,14 @@ if TYPE_CHECKING:
     from ...catalog.skill import Skill
 
 
-def _schema(skill: Skill, args: dict[str, Any]) -> Mapping[str, Any]:
-    """The schema ``args`` are checked against: the chosen subcommand's, else the one exposed to models."""
+def _schema(skill: Skill, tool_sub: str | None, args: dict[str, Any]) -> Mapping[str, Any]:
+    """The schema ``args`` are checked against: the subcommand's — the tool name's (``notes__add``), else the one
+    the arguments choose — else the one exposed to models."""
     schema = skill.schema
-    sub = args.get("_subcommand")
-    if schema.subcommands and isinstance(sub, str) and sub in schema.subcommands:
+    if not schema.subcommands:
+        return schema.exposed
+    sub = tool_sub or args.get("_subcommand")
+    if isinstance(sub, str) and sub in schema.subcommands:
         return schema.subcommands[sub]
     return schema.exposed
 
@@ -57,10 +60,11 @@ def check(call: ChainCall) -> Observation | None:
             "do not call it again; use another tool or call builtin_node_fail with the reason",
         )
     skill = call.catalog_skill = resolved[0]
+    tool_sub = resolved[1]
     exempt = call.plan.exempt  # top-level names bound by from/const
     args = call.args
     missing = []
-    for item in _schema(skill, args).get("required") or []:
+    for item in _schema(skill, tool_sub, args).get("required") or []:
         name = item if type(item) is str else str(item)
         if name not in exempt and is_empty(args.get(name)):
             missing.append(name)

@@ -8,8 +8,8 @@ idempotency key in its runtime_context. The envelope says what went wrong (invok
   → ``TOOL_UNREACHABLE``; any other ``OSError`` subclass → ``TOOL_IO_ERROR``; any other exception →
   ``TOOL_ERROR``. Classes the runtime cannot import (``URLError``, a skill's own ``OSError`` subclass) are judged
   by ``exception_family``, the nearest built-in class the envelope names;
-* the platform's input-validation failure (``need_param`` + ``error_type: recoverable``, no exception) → a
-  params error (``MCP_INVALID_PARAMS``);
+* the platform's refusal of the input (``invalid_input: true``, envelope.input_rejected) → a params error
+  (``MCP_INVALID_PARAMS``); a skill's own ``need_param`` failure is a business failure like any other;
 * any other failure envelope (``success``/``ok`` false) is a business failure, judged by the response contract.
 """
 
@@ -91,7 +91,7 @@ def failure_kind(envelope: dict[str, Any]) -> Failure | None:
         if cls is not None and issubclass(cls, OSError):
             return Failure.IO
         return Failure.ERROR
-    if "need_param" in envelope and envelope.get("error_type") == "recoverable":
+    if envelope.get("invalid_input") is True:  # the platform refused the input; a skill's own need_param is business
         return Failure.PARAMS
     return None
 
