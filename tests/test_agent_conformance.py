@@ -15,6 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from agent_probes import call, calls, codes, needs_db, say, write_files
 from skillyard import SkillYard
 from skillyard.agent.models import ScriptedModel
 from skillyard.agent.runner import AgentError
@@ -199,9 +200,7 @@ class Env:
             files[folder / "SKILL.md"] = f"---\nname: {name}\ndescription: tool {name}\nexec: {{timeout: 0.5}}\n---\n"
             files[folder / "handler.py"] = textwrap.dedent(HANDLER).format(log=str(self.log), name=name, result=result)
             files[folder / "schema.json"] = json.dumps(SCHEMAS[name])
-        for path, text in files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+        write_files(files)
         self.contract(CONTRACT)
 
     def sid(self, name: str) -> str:
@@ -248,22 +247,6 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
 @pytest.fixture(scope="module", autouse=True)
 def agent_commands():
     load_plugins().hook.register_commands(cli=cli)
-
-
-def call(name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": {} if arguments is None else arguments}]}
-
-
-def calls(*pairs: tuple[str, dict[str, Any]]) -> dict[str, Any]:
-    return {"tool_calls": [{"name": n, "arguments": a} for n, a in pairs]}
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"text": text}
-
-
-def codes(turn: TurnResult) -> list[str | None]:
-    return [o.code for o in turn.observations]
 
 
 async def send_once(env: Env, message: str, *turns: dict[str, Any], session: str = "once") -> TurnResult:
@@ -629,8 +612,6 @@ async def test_contract_skill_from_skillyard_skills_path_and_tools_from_the_agen
 # =====================================================================================================================
 # The chain through the runner
 # =====================================================================================================================
-
-needs_db = pytest.mark.usefixtures("db_env")
 
 
 @needs_db

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from agent_probes import call, codes, needs_db, say, write_files
 from skillyard import SkillYard
 from skillyard.agent.models import ScriptedModel
 from skillyard.agent.runner import AgentError
@@ -157,9 +158,7 @@ class Env:
             files[folder / "SKILL.md"] = f"---\nname: {name}\ndescription: tool {name}\nexec: {{timeout: 0.5}}\n---\n"
             files[folder / "handler.py"] = textwrap.dedent(HANDLER).format(log=str(self.log), name=name, result=result)
             files[folder / "schema.json"] = json.dumps(SCHEMAS[name])
-        for path, text in files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+        write_files(files)
         self.contract(CONTRACT)
 
     @staticmethod
@@ -202,21 +201,6 @@ def changed(mutate: Any) -> dict[str, Any]:
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     monkeypatch.setenv("SKILLYARD_AGENT_WRITE_CONFIRM_BYPASS_TOOLS", "quickWrite")
     return Env(tmp_path)
-
-
-needs_db = pytest.mark.usefixtures("db_env")
-
-
-def call(name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": {} if arguments is None else arguments}]}
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"text": text}
-
-
-def codes(turn: TurnResult) -> list[str | None]:
-    return [o.code for o in turn.observations]
 
 
 class Recorder:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from agent_probes import call, calls, finish, needs_db, say, write_files
 from skillyard import SkillYard
 from skillyard.agent import ErrorCode
 from skillyard.agent.runner import AgentError
@@ -184,9 +185,7 @@ class Env:
                 log=str(self.log), db=str(self.db), fault=str(self.fault), name=name, result=result
             )
             files[folder / "schema.json"] = json.dumps(SCHEMAS[name])
-        for path, text in files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+        write_files(files)
         self.contract(CONTRACT)
 
     def sid(self, name: str) -> str:
@@ -227,28 +226,11 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     return Env(tmp_path)
 
 
-needs_db = pytest.mark.usefixtures("db_env")
 pytestmark = needs_db
-
-
-def call(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": arguments or {}}]}
-
-
-def calls(*pairs: tuple[str, dict[str, Any]]) -> dict[str, Any]:
-    return {"tool_calls": [{"name": n, "arguments": a} for n, a in pairs]}
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"text": text}
 
 
 def approve(tool: str, summary: str = "请确认") -> dict[str, Any]:
     return call("builtin_node_approval", {"summary": summary, "toolName": tool})
-
-
-def finish(output: str = "好了") -> dict[str, Any]:
-    return call("builtin_node_finish", {"output": output})
 
 
 def codes(turn: TurnResult) -> list[str | None]:

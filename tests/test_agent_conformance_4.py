@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from agent_probes import call, codes, say, write_files
 from skillyard import SkillYard
 from skillyard.agent.models import ModelReply, ScriptedModel, ToolCall
 from skillyard.agent.store import AgentStore
@@ -116,9 +117,7 @@ class Kit:
                 log=str(self.log), name=name, default=default
             )
             files[folder / "schema.json"] = json.dumps(SCHEMAS[name])
-        for path, text in files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+        write_files(files)
         self.contract(base_contract())
 
     def contract(self, contract: dict[str, Any]) -> None:
@@ -201,14 +200,6 @@ def kit(tmp_path: Path) -> Kit:
     return Kit(tmp_path)
 
 
-def call(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": arguments or {}}]}
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"text": text}
-
-
 def finish(text: str = "好了") -> dict[str, Any]:
     return call("builtin_node_finish", {"output": text})
 
@@ -218,10 +209,6 @@ def put(key: str, value: Any, source: str = "USER", ref: str = "msg", path: str 
     if path is not None:
         arguments["sourcePath"] = path
     return call("builtin_output_set", arguments)
-
-
-def codes(turn: TurnResult) -> list[str | None]:
-    return [o.code for o in turn.observations]
 
 
 SHARE = {"required": False, "share": "SESSION"}

@@ -40,6 +40,7 @@ from typing import Any
 import pytest
 import yaml
 
+from agent_probes import call, codes, needs_db, say, write_files
 from local_http import serve
 from skillyard import SkillYard
 from skillyard.agent.models import ModelError, ModelReply, OpenAIChatModel, ScriptError, ScriptExhausted, ToolCall
@@ -153,9 +154,7 @@ class Env:
             files[folder / "SKILL.md"] = f"---\nname: {name}\ndescription: tool {name}\n---\n"
             files[folder / "handler.py"] = textwrap.dedent(HANDLER).format(log=str(self.log), name=name, result=result)
             files[folder / "schema.json"] = json.dumps(SCHEMAS[name])
-        for path, text in files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+        write_files(files)
         self.contract(CONTRACT)
 
     def sid(self, name: str) -> str:
@@ -194,21 +193,6 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
         if name.startswith(("SKILLYARD_AGENT_", "SKILLYARD_MODEL")) or name.startswith("OPENAI_"):
             monkeypatch.delenv(name)
     return Env(tmp_path)
-
-
-needs_db = pytest.mark.usefixtures("db_env")
-
-
-def call(name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": {} if arguments is None else arguments}]}
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"text": text}
-
-
-def codes(turn: TurnResult) -> list[str | None]:
-    return [o.code for o in turn.observations]
 
 
 async def send_once(env: Env, message: str, *turns: dict[str, Any], session: str = "once") -> TurnResult:

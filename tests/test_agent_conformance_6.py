@@ -41,6 +41,7 @@ from typing import Any
 import pytest
 import yaml
 
+from agent_probes import call, finish
 from skillyard import SkillYard
 from skillyard.agent import ErrorCode
 from skillyard.agent.turn import TurnResult
@@ -565,16 +566,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     return Env(tmp_path, monkeypatch)
 
 
-def call(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": arguments or {}}]}
-
-
 def say(text: str = "稍等") -> dict[str, Any]:
     return {"text": text}
-
-
-def finish(output: str = "好了") -> dict[str, Any]:
-    return call("builtin_node_finish", {"output": output})
 
 
 def obs(turn: TurnResult, tool: str) -> list[Any]:

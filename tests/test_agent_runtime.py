@@ -10,6 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from agent_probes import write_files
 from skillyard import SkillYard
 from skillyard.agent.models import ScriptExhausted
 from skillyard.agent.runner import AgentError, resume_session
@@ -93,9 +94,7 @@ def make_agent(root: Path, log: Path, *, verify: bool = True) -> Path:
             {"type": "object", "properties": {"title": {"type": "string"}}}
         ),
     }
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    write_files(files)
     return agent
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
+from agent_probes import call, codes, say, write_files
 from skillyard import SkillYard
 from skillyard.agent.codes import ErrorCode
 from skillyard.agent.runner import STEP_BUDGET, AgentError, resume_session
@@ -156,9 +157,7 @@ class Env:
             files[folder / "SKILL.md"] = f"---\nname: {name}\ndescription: tool {name}\nexec: {{timeout: 0.5}}\n---\n"
             files[folder / "handler.py"] = textwrap.dedent(HANDLER).format(log=str(self.log), name=name, result=result)
             files[folder / "schema.json"] = json.dumps({"type": "object", **SCHEMAS[name]})
-        for path, text in files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+        write_files(files)
         self.contract(CONTRACT)
 
     def sid(self, name: str) -> str:
@@ -184,15 +183,6 @@ def env(tmp_path: Path) -> Env:
     return Env(tmp_path)
 
 
-def call(name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:
-    """A model turn with one tool call; a string ``arguments`` is sent verbatim (it may be invalid JSON)."""
-    return {"tool_calls": [{"name": name, "arguments": {} if arguments is None else arguments}]}
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"text": text}
-
-
 def modified(**changes: Any) -> dict[str, Any]:
     contract = json.loads(json.dumps(CONTRACT))
     contract.update(changes)
@@ -203,10 +193,6 @@ async def send_once(env: Env, message: str, *turns: dict[str, Any]) -> TurnResul
     async with SkillYard() as yard:
         agent = await yard.agent(env.dir, model=env.script(*turns))
         return await agent.send(env.sid("once"), message, identity=IDENTITY)
-
-
-def codes(turn: TurnResult) -> list[str | None]:
-    return [o.code for o in turn.observations]
 
 
 async def open_node(yard: SkillYard, session: str) -> str | None:
