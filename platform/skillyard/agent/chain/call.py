@@ -111,15 +111,10 @@ async def call_tool(
         if refusal.ok:  # §14.2: an identical write answered with its earlier result, nothing run
             fingerprint.count(call, succeeded=True)
         return refusal
-    # the call itself (one coroutine layer less than a separate stage function)
+    # the call itself (one coroutine layer less than a separate stage function); the record is built positionally:
+    # id, task, node, tool, args, write, idempotency key
     record = Evidence.started(
-        id=ctx.store.new_evidence_id(),
-        task_id=ctx.task.id,
-        node_id=ctx.node.id,
-        tool=name,
-        args=call.args,
-        write=write,
-        idempotency_key=call.idempotency_key,
+        ctx.store.new_evidence_id(), ctx.task.id, ctx.node.id, name, call.args, write, call.idempotency_key
     )
     if write:
         await ctx.record(record)  # §14: registered before the call, so a crash leaves a trace
