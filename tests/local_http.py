@@ -21,3 +21,19 @@ def serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that logs nothing and answers with :meth:`_send` (what the probe servers share)."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)

@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import time
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
@@ -19,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from click.testing import CliRunner
 
-from local_http import serve
+from local_http import QuietHandler, serve
 from outputs_probes import ECHO, HTML, JSON_BODY, PNG, echo_skill, files_in, result_skill
 from skillyard import SkillYard, safe_write
 from skillyard.cli import cli
@@ -27,11 +26,8 @@ from skillyard.cli import cli
 # --- a local HTTP server (127.0.0.1 only) -----------------------------------------------------------------------
 
 
-class Files(BaseHTTPRequestHandler):
+class Files(QuietHandler):
     requests: ClassVar[list[str]] = []
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def do_GET(self) -> None:
         parts = urlsplit(self.path)
@@ -74,15 +70,6 @@ class Files(BaseHTTPRequestHandler):
             self._send(int(segments[1]), b"nope", "text/plain")
         else:
             self._send(404, b"no such route", "text/plain")
-
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, quote, urlsplit
@@ -25,7 +24,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import httpcore
 import pytest
 
-from local_http import serve
+from local_http import QuietHandler, serve
 from outputs_probes import HTML, JSON_BODY, PNG, URLS, cli, echo_skill, files_in, listed, result_skill, sid
 from skillyard import SkillYard, safe_write
 
@@ -39,11 +38,8 @@ def sha(data: bytes) -> str:
 # --- a local HTTP server (127.0.0.1 only) -----------------------------------------------------------------------
 
 
-class Files(BaseHTTPRequestHandler):
+class Files(QuietHandler):
     requests: ClassVar[list[str]] = []
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def do_GET(self) -> None:
         parts = urlsplit(self.path)
@@ -76,15 +72,6 @@ class Files(BaseHTTPRequestHandler):
                 time.sleep(0.1)
         else:
             self._send(404, b"no such route", "text/plain")
-
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
 
 
 @pytest.fixture(scope="module")

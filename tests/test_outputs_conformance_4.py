@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pytest
 
-from local_http import serve
+from local_http import QuietHandler, serve
 from outputs_probes import HTML, JSON_BODY, PNG, URLS, cli, echo_skill, files_in, listed, result_skill, sid
 
 MP3 = b"ID3\x03\x00\x00\x00" + b"\xff\xfb" * 500
@@ -36,12 +36,9 @@ def sha(data: bytes) -> str:
 # --- a local HTTP server (127.0.0.1 only) -----------------------------------------------------------------------
 
 
-class Files(BaseHTTPRequestHandler):
+class Files(QuietHandler):
     protocol_version = "HTTP/1.1"
     requests: ClassVar[list[str]] = []
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def do_GET(self) -> None:
         parts = urlsplit(self.path)
@@ -82,15 +79,6 @@ class Files(BaseHTTPRequestHandler):
             self.close_connection = True
         else:
             self._send(404, b"no such route", "text/plain")
-
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
 
 
 @pytest.fixture(scope="module")

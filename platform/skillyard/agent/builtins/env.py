@@ -88,7 +88,8 @@ def _tokens(pattern: str) -> list[tuple[str, str]]:
 
 def format_with(value: datetime, pattern: str) -> str:
     """``value`` in a Java-style pattern (or a strftime pattern when it contains ``%``). A value without a zone is
-    local time, so ``Z`` / ``XXX`` (``%z``) print the local offset; the wall-clock fields do not change."""
+    local time, so the zone fields (``Z``, ``%z`` and the colon form) print the local offset; the wall-clock fields
+    do not change."""
     if value.tzinfo is None:
         value = value.astimezone()
     if "%" in pattern:
