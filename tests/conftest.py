@@ -14,7 +14,7 @@ import pytest
 # Tests never autoload third-party plugins (an empty allow-list loads none).
 os.environ["SKILLYARD_LOAD_PLUGINS"] = ""
 
-pytest_plugins = ("datatable_probes", "outputs_probes", "recording_channel")  # shared fixtures of the probes
+pytest_plugins = ("support.datatable_probes", "support.outputs_probes", "support.recording_channel")  # shared fixtures of the probes
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +39,7 @@ async def conn(database_url: str) -> AsyncIterator[Any]:
     """A raw asyncpg connection to the session's PostgreSQL (for the datatable modules, which speak asyncpg)."""
     import asyncpg
 
-    from datatable_support import asyncpg_dsn
+    from support.datatable import asyncpg_dsn
 
     connection = await asyncpg.connect(asyncpg_dsn(database_url))
     try:

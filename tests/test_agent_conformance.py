@@ -15,7 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from agent_probes import call, calls, codes, needs_db, say, write_files
+from support.agent_probes import call, calls, codes, needs_db, say, write_files
 from skillyard import SkillYard
 from skillyard.agent.models import ScriptedModel
 from skillyard.agent.runner import AgentError
@@ -1240,7 +1240,7 @@ async def test_inputs_bind_at_node_start_and_feed_from_inputs(env: Env):
 async def test_an_http_write_that_times_out_after_the_request_is_unknown(env: Env, monkeypatch: pytest.MonkeyPatch):
     from http.server import BaseHTTPRequestHandler
 
-    from local_http import serve
+    from support.local_http import serve
 
     hits: list[str] = []
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from agent_probes import call, codes, needs_db, say, write_files
+from support.agent_probes import call, codes, needs_db, say, write_files
 from skillyard import SkillYard
 from skillyard.agent.models import ScriptedModel
 from skillyard.agent.runner import AgentError
@@ -1984,7 +1984,7 @@ def test_an_openai_compatible_model_drives_the_runner_through_the_cli(env: Env):
     tool message, and the API key goes into the Authorization header only."""
     from http.server import BaseHTTPRequestHandler
 
-    from local_http import serve
+    from support.local_http import serve
 
     seen: list[dict[str, Any]] = []
     key = "sk-probe-" + uuid.uuid4().hex

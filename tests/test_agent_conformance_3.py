@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from agent_probes import call, calls, finish, needs_db, say, write_files
+from support.agent_probes import call, calls, finish, needs_db, say, write_files
 from skillyard import SkillYard
 from skillyard.agent import ErrorCode
 from skillyard.agent.runner import AgentError

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from agent_probes import call, codes, say, write_files
+from support.agent_probes import call, codes, say, write_files
 from skillyard import SkillYard
 from skillyard.agent.models import ModelReply, ScriptedModel, ToolCall
 from skillyard.agent.store import AgentStore

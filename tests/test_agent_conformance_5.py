@@ -40,8 +40,8 @@ from typing import Any
 import pytest
 import yaml
 
-from agent_probes import call, codes, needs_db, say, write_files
-from local_http import serve
+from support.agent_probes import call, codes, needs_db, say, write_files
+from support.local_http import serve
 from skillyard import SkillYard
 from skillyard.agent.models import ModelError, ModelReply, OpenAIChatModel, ScriptError, ScriptExhausted, ToolCall
 from skillyard.agent.runner import AgentError, resume_session

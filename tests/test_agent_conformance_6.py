@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 import yaml
 
-from agent_probes import call, finish
+from support.agent_probes import call, finish
 from skillyard import SkillYard
 from skillyard.agent import ErrorCode
 from skillyard.agent.turn import TurnResult
@@ -355,7 +355,7 @@ class Server:
 
 @pytest.fixture
 def server() -> Iterator[tuple[Server, str]]:
-    from local_http import serve
+    from support.local_http import serve
 
     srv = Server()
     with serve(srv.handler()) as base:

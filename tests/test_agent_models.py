@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from local_http import serve
+from support.local_http import serve
 from skillyard.agent.models import (
     ChatModel,
     ModelError,

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from agent_probes import write_files
+from support.agent_probes import write_files
 from skillyard import SkillYard
 from skillyard.agent.models import ScriptExhausted
 from skillyard.agent.runner import AgentError, resume_session

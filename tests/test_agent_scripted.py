@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from agent_probes import call, codes, say, write_files
+from support.agent_probes import call, codes, say, write_files
 from skillyard import SkillYard
 from skillyard.agent.codes import ErrorCode
 from skillyard.agent.runner import STEP_BUDGET, AgentError, resume_session

@@ -1044,7 +1044,7 @@ def test_config_secret_stored_encrypted(db_env, database_url):
     """**Encryption.** A key containing `key`, … is stored encrypted with Fernet"""
     import asyncpg
 
-    from datatable_support import asyncpg_dsn
+    from support.datatable import asyncpg_dsn
 
     skill = "cfg" + uuid.uuid4().hex[:6]
     sy("config", "set", skill, "api_key=plain-text-never-stored")
@@ -1661,7 +1661,7 @@ def test_datatable_grants_json_objects(dt_org):
 def _schema_exists(database_url: str, org: str) -> bool:
     import asyncpg
 
-    from datatable_support import asyncpg_dsn
+    from support.datatable import asyncpg_dsn
 
     schema = "org_data_" + re.sub(r"[^a-z0-9]", "", org.lower())
 

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from click.testing import CliRunner
 
-from local_http import serve
+from support.local_http import serve
 from skillyard import SkillYard, current_department, department_path, identity_org_id
 from skillyard.cli import cli
 from skillyard.errors import SkillyardError

@@ -16,7 +16,7 @@ from skillyard.builtin_skills.datatable import admin, store_schema, store_tables
 from skillyard.builtin_skills.datatable.permissions_errors import PermissionDenied
 from skillyard.builtin_skills.datatable.permissions_grants import READ_ACTIONS
 
-from datatable_support import asyncpg_dsn
+from support.datatable import asyncpg_dsn
 from skillyard import SkillYard
 from skillyard.cli import cli
 from skillyard.plugins import load_plugins, pm

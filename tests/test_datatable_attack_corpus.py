@@ -24,7 +24,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from datatable_support import asyncpg_dsn, load_datatable_module
+from support.datatable import asyncpg_dsn, load_datatable_module
 
 channel = load_datatable_module("sql_channel")
 sql_errors = load_datatable_module("sql_errors")

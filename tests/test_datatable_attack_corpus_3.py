@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from datatable_probes import context, count, grant, make_table, run
+from support.datatable_probes import context, count, grant, make_table, run
 from skillyard import SkillYard
 
 pytestmark = pytest.mark.usefixtures("home", "db_env")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from datatable_probes import (
+from support.datatable_probes import (
     FIELDS,
     ONE_OF_EACH_TYPE,
     context,

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from datatable_probes import FIELDS, context, count, grant, make_table, run, workspace, write_json, write_text
+from support.datatable_probes import FIELDS, context, count, grant, make_table, run, workspace, write_json, write_text
 from skillyard import SkillYard
 
 pytestmark = pytest.mark.usefixtures("home", "db_env")
@@ -1099,7 +1099,7 @@ def pg_value(database_url: str, sql: str, *args: Any) -> Any:
 
     import asyncpg
 
-    from datatable_support import asyncpg_dsn
+    from support.datatable import asyncpg_dsn
 
     async def go() -> Any:
         connection = await asyncpg.connect(asyncpg_dsn(database_url))

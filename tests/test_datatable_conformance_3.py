@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from datatable_probes import ONE_OF_EACH_TYPE, context, count, grant, make_table, run, write_json
+from support.datatable_probes import ONE_OF_EACH_TYPE, context, count, grant, make_table, run, write_json
 from skillyard import SkillYard
 
 pytestmark = pytest.mark.usefixtures("home", "db_env")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from datatable_support import FOLDER, load_datatable_module
+from support.datatable import FOLDER, load_datatable_module
 
 action_aliases = load_datatable_module("action_aliases")
 dispatch = load_datatable_module("dispatch")

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from datatable_support import load_datatable_module
+from support.datatable import load_datatable_module
 
 field_errors = load_datatable_module("field_errors")
 field_types = load_datatable_module("field_types")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from datatable_support import load_datatable_module
+from support.datatable import load_datatable_module
 
 filters = load_datatable_module("filters")
 query_options = load_datatable_module("query_options")

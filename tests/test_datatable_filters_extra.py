@@ -9,8 +9,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from datatable_probes import context, count, run
-from datatable_support import load_datatable_module
+from support.datatable_probes import context, count, run
+from support.datatable import load_datatable_module
 from skillyard import SkillYard
 
 pytestmark = pytest.mark.usefixtures("home", "db_env")

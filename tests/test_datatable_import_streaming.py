@@ -18,7 +18,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from datatable_support import load_datatable_module
+from support.datatable import load_datatable_module
 
 store_schema = load_datatable_module("store_schema")
 store_tables = load_datatable_module("store_tables")

@@ -13,7 +13,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from datatable_support import asyncpg_dsn, load_datatable_module
+from support.datatable import asyncpg_dsn, load_datatable_module
 
 perm_access = load_datatable_module("permissions_access")
 perm_errors = load_datatable_module("permissions_errors")

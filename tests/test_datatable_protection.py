@@ -10,7 +10,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from datatable_support import asyncpg_dsn, load_datatable_module
+from support.datatable import asyncpg_dsn, load_datatable_module
 
 store_schema = load_datatable_module("store_schema")
 protection = load_datatable_module("protection")

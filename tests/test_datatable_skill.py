@@ -235,7 +235,7 @@ async def test_structure_needs_owner_or_admin(yard: SkillYard, org: str) -> None
 
 
 async def grant(conn: Any, org: str, table: str, role: str, ops: str, **kw: Any) -> None:
-    from datatable_support import load_datatable_module
+    from support.datatable import load_datatable_module
 
     permission_grants = load_datatable_module("permissions_grants")
     await permission_grants.grant(conn, f"org_data_{org}", table_id_or_name=table, role=role, ops=ops, **kw)
@@ -445,7 +445,7 @@ async def test_sql_statements_that_try_to_stack_or_escape(yard: SkillYard, org: 
 
 
 async def test_without_a_session_the_handler_says_how_to_run_it(org: str) -> None:
-    from datatable_support import load_datatable_module
+    from support.datatable import load_datatable_module
 
     handler = load_datatable_module("handler")
     env = await handler.execute({"action": "list_tables"}, {"org_id": org})

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from datatable_support import asyncpg_dsn, load_datatable_module
+from support.datatable import asyncpg_dsn, load_datatable_module
 
 channel = load_datatable_module("sql_channel")
 sql_errors = load_datatable_module("sql_errors")

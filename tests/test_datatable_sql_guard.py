@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from datatable_support import load_datatable_module
+from support.datatable import load_datatable_module
 
 sql_guard = load_datatable_module("sql_guard")
 sql_refusal = load_datatable_module("sql_refusal")

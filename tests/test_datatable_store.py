@@ -9,7 +9,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from datatable_support import asyncpg_dsn, load_datatable_module
+from support.datatable import asyncpg_dsn, load_datatable_module
 
 store_fields = load_datatable_module("store_fields")
 store_schema = load_datatable_module("store_schema")

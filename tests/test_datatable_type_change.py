@@ -15,7 +15,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from datatable_support import load_datatable_module
+from support.datatable import load_datatable_module
 
 perm_grants = load_datatable_module("permissions_grants")
 perm_rls = load_datatable_module("permissions_rls")

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from skillyard.builtin_skills.datatable.admin import CREATEROLE_WARNING, sql_role_check
 from sqlalchemy.engine import make_url
 
-from datatable_support import asyncpg_dsn
+from support.datatable import asyncpg_dsn
 from skillyard import hookimpl
 from skillyard.cli import cli
 from skillyard.plugins import pm

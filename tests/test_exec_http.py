@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from local_http import serve
+from support.local_http import serve
 from skillyard import SkillYard
 
 

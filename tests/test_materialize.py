@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
-from local_http import serve
+from support.local_http import serve
 from skillyard.outputs import address_guard
 from skillyard.outputs.address_guard import private_address_kind
 from skillyard.outputs.materialize import materialize_urls

@@ -18,8 +18,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from click.testing import CliRunner
 
-from local_http import QuietHandler, serve
-from outputs_probes import ECHO, HTML, JSON_BODY, PNG, echo_skill, files_in, result_skill
+from support.local_http import QuietHandler, serve
+from support.outputs_probes import ECHO, HTML, JSON_BODY, PNG, echo_skill, files_in, result_skill
 from skillyard import SkillYard, safe_write
 from skillyard.cli import cli
 

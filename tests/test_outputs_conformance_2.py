@@ -24,8 +24,8 @@ from urllib.parse import parse_qs, quote, urlsplit
 import httpcore
 import pytest
 
-from local_http import QuietHandler, serve
-from outputs_probes import HTML, JSON_BODY, PNG, URLS, cli, echo_skill, files_in, listed, result_skill, sid
+from support.local_http import QuietHandler, serve
+from support.outputs_probes import HTML, JSON_BODY, PNG, URLS, cli, echo_skill, files_in, listed, result_skill, sid
 from skillyard import SkillYard, safe_write
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "platform" / "skillyard" / "storage" / "migrations" / "versions"

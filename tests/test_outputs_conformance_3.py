@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from outputs_probes import cli, echo_skill, listed, result_skill, sid
+from support.outputs_probes import cli, echo_skill, listed, result_skill, sid
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -23,8 +23,8 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pytest
 
-from local_http import QuietHandler, serve
-from outputs_probes import HTML, JSON_BODY, PNG, URLS, cli, echo_skill, files_in, listed, result_skill, sid
+from support.local_http import QuietHandler, serve
+from support.outputs_probes import HTML, JSON_BODY, PNG, URLS, cli, echo_skill, files_in, listed, result_skill, sid
 
 MP3 = b"ID3\x03\x00\x00\x00" + b"\xff\xfb" * 500
 
@@ -1147,7 +1147,7 @@ async def test_a_large_background_result_is_pushed_with_its_files(db_env, make_s
 async def _run_rows(database_url: str, session: str) -> list[str]:
     import asyncpg
 
-    from datatable_support import asyncpg_dsn
+    from support.datatable import asyncpg_dsn
 
     connection = await asyncpg.connect(asyncpg_dsn(database_url))
     try:

@@ -1,6 +1,6 @@
 """Discovery survives every real skill shipped by OpenClaw (npm) and Hermes Agent (PyPI sdist).
 
-The corpora are fetched once into tests/.cache/corpus (see tests/corpus.py); without the registries these tests
+The corpora are fetched once into tests/.cache/corpus (see tests/support/corpus.py); without the registries these tests
 skip. Every folder holding a SKILL.md is listed exactly once, nothing is dropped, every listing is JSON, and the
 gating each ecosystem declares is read the way that ecosystem reads it.
 """
@@ -21,7 +21,7 @@ import json5
 import pytest
 import yaml
 
-import corpus
+from support import corpus
 from skillyard import SkillYard
 from skillyard.catalog.describe import describe_entry, describe_skill
 from skillyard.catalog.frontmatter_parser import normalize_text

@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-CACHE = Path(__file__).resolve().parent / ".cache" / "corpus"
+CACHE = Path(__file__).resolve().parents[1] / ".cache" / "corpus"
 OPENCLAW_VERSION = "2026.9.6"
 HERMES_VERSION = "0.19.0"
 FETCH_TIMEOUT = 600
@@ -210,7 +210,7 @@ def _extract(tarball: Path, dest: Path, wanted: object, strip: int) -> None:
         raise CorpusError(f"cannot unpack {tarball.name}: {exc}") from exc
 
 
-if __name__ == "__main__":  # python tests/corpus.py: fetch both and print where they are
+if __name__ == "__main__":  # python tests/support/corpus.py: fetch both and print where they are
     for corpus_name, getter in CORPORA.items():
         c = getter()
         counts = {r.name: sum(1 for _ in r.rglob("SKILL.md")) for r in c.roots}

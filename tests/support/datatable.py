@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 
 PACKAGE = "datatable_skill"
-FOLDER = Path(__file__).resolve().parent.parent / "skills" / "datatable"
+FOLDER = Path(__file__).resolve().parents[2] / "skills" / "datatable"
 
 
 def asyncpg_dsn(database_url: str) -> str:
