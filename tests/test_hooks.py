@@ -245,7 +245,7 @@ def test_register_commands_cannot_replace_a_command(register):
     register(Plugin(), "hijack")
     with pytest.raises(DuplicateRegistration, match="'run', which already exists"):
         pm.hook.register_commands(cli=cli)
-    assert cli.commands["run"].callback.__module__ == "skillyard.cli"
+    assert cli.commands["run"].callback.__module__.startswith("skillyard.cli")
 
 
 def test_register_commands(register):
@@ -268,6 +268,75 @@ def test_register_commands(register):
         assert '"commands"' in listed.output and "register_commands" in listed.output
     finally:
         cli.commands.pop("hello-plugin", None)
+
+
+def test_register_commands_lazy_form(register, tmp_path, monkeypatch):
+    """A plugin may add a command by name and import path: --help lists it without importing its module."""
+    import sys
+
+    from skillyard.cli import cli
+
+    (tmp_path / "acme_lazy_cmds.py").write_text(
+        'import click\n\n\n@click.command()\ndef hello():\n    """Say hello lazily."""\n    click.echo("lazy hi")\n',
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class Plugin:
+        @hookimpl
+        def register_commands(self, cli):
+            cli.add_lazy_command("acme-lazy", "acme_lazy_cmds:hello", help="Say hello lazily.")
+
+    register(Plugin(), "lazy-commands")
+    listed = CliRunner().invoke(cli, ["--help"])
+    assert listed.exit_code == 0 and "acme-lazy" in listed.output and "Say hello lazily." in listed.output
+    assert "acme_lazy_cmds" not in sys.modules
+    ran = CliRunner().invoke(cli, ["acme-lazy"])
+    assert ran.exit_code == 0 and ran.output == "lazy hi\n"
+
+    class Clash:
+        @hookimpl
+        def register_commands(self, cli):
+            cli.add_lazy_command("acme-lazy", "elsewhere:cmd", help="Another.")
+
+    register(Clash(), "lazy-clash")
+    clashed = CliRunner().invoke(cli, ["--help"])
+    assert clashed.exit_code == 2 and "tried to add the command 'acme-lazy', which already exists" in clashed.output
+    assert "lazy-clash" in clashed.output and "lazy-commands" in clashed.output
+
+
+def test_a_lazy_command_that_does_not_load_names_the_plugin(register):
+    from skillyard.cli import cli
+
+    class Plugin:
+        @hookimpl
+        def register_commands(self, cli):
+            cli.add_lazy_command("acme-missing", "no_such_module_here:cmd", help="Gone.")
+            cli.add_lazy_command("acme-notcmd", "json:dumps", help="Not a command.")
+
+    register(Plugin(), "broken-commands")
+    missing = CliRunner().invoke(cli, ["acme-missing"])
+    assert missing.exit_code == 2 and "of plugin 'broken-commands' cannot be loaded from" in missing.output
+    notcmd = CliRunner().invoke(cli, ["acme-notcmd"])
+    assert notcmd.exit_code == 2 and "not a click command; fix the plugin" in notcmd.output
+    assert "Traceback" not in missing.output + notcmd.output
+
+
+def test_help_lists_every_command_without_the_host_stacks():
+    """``skillyard --help`` imports no command module and none of the database, HTTP or schema stacks."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from skillyard.cli import main; sys.argv = ['skillyard', '--help']\n"
+        "try: main()\nexcept SystemExit: pass\n"
+        "heavy = ['sqlalchemy', 'alembic', 'httpx', 'jsonschema', 'asyncpg', 'cryptography', 'yaml', 'pglast',\n"
+        "         'skillyard.yard', 'skillyard.agent.cli']\n"
+        "print('LOADED', [m for m in heavy if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "agent" in out and "datatable" in out and "run" in out
+    assert "LOADED []" in out, out
 
 
 def test_load_plugins_allow_list(monkeypatch, tmp_path):

@@ -1,13 +1,53 @@
-"""skillyard: a plugin-host skill platform. Drop skill folders in; run them from the CLI, Python or an agent."""
+"""skillyard: a plugin-host skill platform. Drop skill folders in; run them from the CLI, Python or an agent.
 
-from .catalog.skill import Skill
-from .errors import InvalidInput, SkillyardError, StorageError, UnknownExecType, UnknownSkill
-from .hookspecs import hookimpl
-from .invoke.budget import Turn
-from .invoke.identity import current_department, department_path, identity_org_id
-from .outputs.safe_write import UnsafePath, safe_write
-from .yard import SkillYard
+The public names load on first use (:mod:`skillyard.lazy`), so ``skillyard --version`` and a plugin's
+``import skillyard`` do not pay for the database and HTTP stacks behind :class:`SkillYard`.
+"""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .catalog.skill import Skill
+    from .errors import (
+        InvalidInput,
+        SkillyardError,
+        StorageError,
+        UnknownExecType,
+        UnknownSkill,
+    )
+    from .hookspecs import hookimpl
+    from .invoke.budget import Turn
+    from .invoke.identity import (
+        current_department,
+        department_path,
+        identity_org_id,
+    )
+    from .outputs.safe_write import (
+        UnsafePath,
+        safe_write,
+    )
+    from .yard import SkillYard
+
+_EXPORTS = {
+    "InvalidInput": ".errors",
+    "Skill": ".catalog.skill",
+    "SkillYard": ".yard",
+    "SkillyardError": ".errors",
+    "StorageError": ".errors",
+    "Turn": ".invoke.budget",
+    "UnknownExecType": ".errors",
+    "UnknownSkill": ".errors",
+    "UnsafePath": ".outputs.safe_write",
+    "current_department": ".invoke.identity",
+    "department_path": ".invoke.identity",
+    "hookimpl": ".hookspecs",
+    "identity_org_id": ".invoke.identity",
+    "safe_write": ".outputs.safe_write",
+}
 __all__ = [
     "InvalidInput",
     "Skill",
@@ -24,3 +64,4 @@ __all__ = [
     "identity_org_id",
     "safe_write",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -13,9 +13,8 @@ import pluggy
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    import click
-
     from .catalog.skill import Skill
+    from .cli.group import SkillyardGroup
     from .yard import SkillYard
 
 hookspec = pluggy.HookspecMarker("skillyard")
@@ -62,10 +61,15 @@ def register_channels(register: Callable[..., None]) -> None:
 
 
 @hookspec
-def register_commands(cli: click.Group) -> None:
-    """Add commands to the ``skillyard`` CLI.
+def register_commands(cli: SkillyardGroup) -> None:
+    """Add commands to the ``skillyard`` CLI, when the root group is first used (before click parses).
 
-    :param cli: the root click group; use ``@cli.command()`` to add commands.
+    Two forms: ``cli.add_command(command)`` (or ``@cli.command()``) adds a click command object;
+    ``cli.add_lazy_command(name, "package.module:attribute", help="…")`` adds one by import path, imported only
+    when that command runs, so ``skillyard --help`` stays fast. A name that exists already is refused with both
+    plugins named.
+
+    :param cli: the root click group (a :class:`click.Group`).
     """
 
 

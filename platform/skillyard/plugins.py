@@ -24,7 +24,7 @@ DEFAULT_PLUGINS = (
     "skillyard.catalog.builtin_root",
     "skillyard.outputs.processors",
     "skillyard.builtin_skills.datatable.plugin",
-    "skillyard.agent.cli",
+    "skillyard.agent.plugin",
 )
 
 pm = pluggy.PluginManager("skillyard")

@@ -96,3 +96,8 @@ def collect_registries(pm: pluggy.PluginManager) -> Registries:
     reg.processors = [processor_at[k] for k in sorted(processor_at)]
     reg.has_extra_context = bool(pm.hook.extra_context.get_hookimpls())
     return reg
+
+
+def collect_commands(pm: pluggy.PluginManager, make_kwargs: Callable[[str], dict[str, Any]]) -> None:
+    """Ask every plugin for its CLI commands, one plugin at a time, so a clash names the plugin that caused it."""
+    _call_per_plugin(pm, "register_commands", make_kwargs)

@@ -16,11 +16,14 @@ import asyncio
 import json
 import unicodedata
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from skillyard import SkillYard, SkillyardError, hookimpl
+from skillyard import SkillyardError, hookimpl
+
+if TYPE_CHECKING:
+    from skillyard import SkillYard
 
 T = TypeVar("T")
 
@@ -38,6 +41,8 @@ _OPTIONS = {
 def _run(work: Callable[[SkillYard], Awaitable[T]]) -> T:
     """Open a host, run ``work(yard)`` and turn every input or database problem into a one-line usage error."""
     import asyncpg
+
+    from skillyard import SkillYard
 
     from .store_schema import StoreError
 

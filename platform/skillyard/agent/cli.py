@@ -1,4 +1,4 @@
-"""Default plugin: the ``skillyard agent`` command group: ``check``, ``run`` and ``resume``."""
+"""The ``skillyard agent`` command group: ``check``, ``run`` and ``resume`` (added by :mod:`.plugin`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 import click
 
 from ..errors import SkillyardError
-from ..hookspecs import hookimpl
 
 _TOOL_IN_PATH = re.compile(r'^tools(?:\.([A-Za-z_][A-Za-z0-9_]*)|\["([^"]+)"\])')
 
@@ -215,9 +214,3 @@ def resume_cmd(
             return (await resume_session(yard, session_id, action, text, model)).as_dict()
 
     _report_turn(go, as_json)
-
-
-@hookimpl
-def register_commands(cli: click.Group) -> None:
-    """Add the ``agent`` group (the same group object every time, so registering twice is harmless)."""
-    cli.add_command(agent_group)

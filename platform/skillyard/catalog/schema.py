@@ -10,18 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+from ..secret_names import looks_secret
 
-#: §5.2: a parameter whose name contains one of these (case-insensitive substring) is a credential.
-SECRET_SUBSTRINGS = ("key", "token", "secret", "password", "credential", "auth")
-_SECRET_RX = re.compile("|".join(SECRET_SUBSTRINGS), re.IGNORECASE)
 MAX_FANOUT = 45
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-def looks_secret(name: str) -> bool:
-    """True when a name contains a credential substring (the rule, before ``x-secret`` overrides)."""
-    return bool(_SECRET_RX.search(name))
 
 
 @dataclass(frozen=True)
@@ -139,6 +131,8 @@ def _normalize(schema: Any, where: str, warnings: list[str], owned: bool = False
     error = _repair_properties(schema, where, warnings)
     if error is None and not _plainly_valid(schema):
         try:
+            import jsonschema  # only here: listing skills needs it, importing the plugins does not
+
             jsonschema.validators.validator_for(schema).check_schema(schema)
         except jsonschema.SchemaError as exc:
             path = "/".join(str(p) for p in exc.absolute_path) or "(root)"

@@ -6,10 +6,10 @@ import ast
 from pathlib import Path
 from typing import Any
 
+from ..secret_names import looks_secret
 from .catalog import Catalog
 from .code import scan_file
 from .roots import Root
-from .schema import looks_secret
 from .skill import Skill
 
 

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert
 
-from ..catalog.schema import looks_secret
 from ..errors import InvalidInput
+from ..secret_names import looks_secret
 from ..storage.database import Database
 from ..storage.tables import skill_configs
 from .crypto import Cipher
-
-
-def normalize_key(key: str) -> str:
-    """CLI-style ``--api-token`` → ``api_token`` (§5.1)."""
-    return re.sub(r"[-\s]+", "_", key.strip().lstrip("-")).strip("_")
+from .keys import normalize_key
 
 
 def _check_scope(role_id: Any, skill: Any) -> None:

@@ -6,16 +6,16 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import httpx
-
 from ..catalog.http_spec import HttpSpecError, load_spec
-from ..catalog.skill import Skill
 from ..hookspecs import hookimpl
 from ..invoke.context import config_value
 from ..invoke.envelope import failure, input_rejected
+
+if TYPE_CHECKING:
+    from ..catalog.skill import Skill
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_\-]+)\}")
 _VARIABLE = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
@@ -140,6 +140,8 @@ class HttpExecutor:
             message = f"HTTP skill {skill.name!r}: {exc}; call it again with a value for {field!r}"
             return input_rejected(skill.name, message, field)
         timeout = float(spec["request"].get("timeout", 30))
+        import httpx  # here: importing the plugin must not cost the HTTP stack (the CLI imports it)
+
         try:
             async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
                 response = await client.request(**kwargs)

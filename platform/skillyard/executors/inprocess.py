@@ -8,13 +8,15 @@ import logging
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..catalog.code import ENTRY_NAMES
-from ..catalog.skill import Skill
 from ..hookspecs import hookimpl
 from .loader import load_entry_module
 from .subprocess import run_subprocess
+
+if TYPE_CHECKING:
+    from ..catalog.skill import Skill
 
 log = logging.getLogger("skillyard.inprocess")
 

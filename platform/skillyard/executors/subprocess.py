@@ -15,15 +15,17 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..catalog.schema import looks_secret
-from ..catalog.skill import Skill
 from ..hookspecs import hookimpl
 from ..invoke.context import NAMED_FIELDS, credential_value, subprocess_context
 from ..invoke.envelope import failure
 from ..invoke.inputs import SUBCOMMAND
+from ..secret_names import looks_secret
 from .stdout import parse_stdout
+
+if TYPE_CHECKING:
+    from ..catalog.skill import Skill
 
 log = logging.getLogger("skillyard.subprocess")
 BASE_ENV = ("PATH", "HOME", "LANG", "TMPDIR")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..catalog.skill import Skill
 from ..hookspecs import hookimpl
 from ..invoke.envelope import failure
+
+if TYPE_CHECKING:
+    from ..catalog.skill import Skill
 
 
 class NotSupportedExecutor:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..catalog.requires import as_bool
-from ..configs.store import normalize_key
+from ..configs.keys import normalize_key
 from ..errors import InvalidInput
 from .identity import department_path
 

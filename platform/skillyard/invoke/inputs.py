@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-
-from ..catalog.skill import Skill
 from .envelope import input_rejected
 from .fastcheck import FastCheck, compile_fast_check
+
+if TYPE_CHECKING:
+    from ..catalog.skill import Skill
 
 SUBCOMMAND = "_subcommand"
 _validators: weakref.WeakKeyDictionary[Skill, dict[str | None, tuple[Any, FastCheck | None]]] = (
@@ -22,6 +22,8 @@ def _validator(skill: Skill, sub: str | None) -> tuple[Any, FastCheck | None]:
     """The jsonschema validator of a skill (or subcommand) and its fast path, built once per Skill."""
     per_skill = _validators.setdefault(skill, {})
     if sub not in per_skill:
+        import jsonschema  # here, once per skill: the executors import this module, the CLI imports them
+
         schema = skill.schema.subcommands[sub] if sub else skill.schema.exposed
         per_skill[sub] = (jsonschema.validators.validator_for(schema)(schema), compile_fast_check(schema))
     return per_skill[sub]
@@ -72,7 +74,9 @@ def prepare_input(
     validator, fast = _validator(skill, sub if subs else None)
     checked = {k: v for k, v in data.items() if k != SUBCOMMAND} if SUBCOMMAND in data else data
     if not (fast is not None and fast(checked)) and not validator.is_valid(checked):
-        error = jsonschema.exceptions.best_match(validator.iter_errors(checked))
+        from jsonschema.exceptions import best_match  # loaded by _validator already
+
+        error = best_match(validator.iter_errors(checked))
         assert error is not None
         field = next((str(p) for p in error.absolute_path), None)
         if field is None and error.validator in ("required", "additionalProperties") and "'" in error.message:

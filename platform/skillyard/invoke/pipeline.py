@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..catalog.requires import check_requirements
-from ..catalog.schema import looks_secret
 from ..catalog.skill import SUBPROCESS_TYPES, Skill
 from ..errors import InvalidInput, UnknownExecType, UnknownSkill
 from ..outputs.artifacts import file_clock_ns
 from ..plugins import await_me_maybe
+from ..secret_names import looks_secret
 from . import envelope as env_mod
 from .background import dispatch_background, runs_in_background
 from .budget import DEFAULT_SESSION, Turn

@@ -1,5 +1,8 @@
 """Default plugin: the result post-processing chain, in order — materialize URLs → register artifacts →
-collect stray workspace files → offload large results. Third-party processors slot in between by order."""
+collect stray workspace files → offload large results. Third-party processors slot in between by order.
+
+The processors' modules (storage, the HTTP stack) load when the chain is registered, that is when a host is
+made, not when the CLI imports the plugins to list commands."""
 
 from __future__ import annotations
 
@@ -7,9 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..hookspecs import hookimpl
-from .artifacts import collect_artifacts, register_artifacts
-from .materialize import materialize_urls
-from .offload import offload_large_result
 
 if TYPE_CHECKING:
     from ..invoke.pipeline import Run
@@ -24,6 +24,8 @@ async def materialize_remote_urls(envelope: dict[str, Any], run: Run) -> dict[st
     ``materialize: false``."""
     if not run.skill.materialize or not _mentions_url(envelope):
         return envelope
+    from .materialize import materialize_urls
+
     settings = run.yard.settings
     return await materialize_urls(
         envelope,
@@ -50,6 +52,9 @@ def _mentions_url(value: Any) -> bool:
 
 @hookimpl
 def register_result_processors(register: Any) -> None:
+    from .artifacts import collect_artifacts, register_artifacts
+    from .offload import offload_large_result
+
     register(MATERIALIZE, "materialize_urls", materialize_remote_urls)
     register(REGISTER, "register_artifacts", register_artifacts)
     register(COLLECT, "collect_artifacts", collect_artifacts)
