@@ -8,7 +8,7 @@ import json
 import pytest
 
 from skillyard import SkillYard
-from skillyard.invoke.envelope import normalize
+from skillyard.envelope import normalize
 
 
 @pytest.mark.parametrize(

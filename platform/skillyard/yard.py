@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from .errors import InvalidInput, SkillyardError, UnknownSkill
 from .invoke import pipeline
 from .invoke.background import BackgroundRuns
 from .invoke.budget import Turn
+from .invoke.run import check_session_id
 from .outputs.media import media_type
 from .plugins import await_me_maybe, load_plugins
 from .registry import Registries, collect_registries
@@ -207,7 +208,7 @@ class SkillYard:
 
     async def attach(self, session_id: str, paths: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
         """Register files as attachments of a session (uploads); returns their descriptions with ``ref``."""
-        pipeline.check_session_id(session_id)
+        check_session_id(session_id)
         new = []
         for raw in paths:
             path = Path(raw).expanduser()
@@ -237,67 +238,40 @@ class SkillYard:
     def new_turn(self, session_id: str = "", channel: str = "", **context: Any) -> Turn:
         """A turn: its runs share a failure budget (and, for chats, chat_mode)."""
         if session_id:
-            pipeline.check_session_id(session_id)
+            check_session_id(session_id)
         return Turn(session_id=session_id, channel=channel, context={"chat_mode": True, **context})
 
-    async def run(
+    def run(
         self,
         name: str,
         input: Mapping[str, Any] | None = None,
         context: Mapping[str, Any] | None = None,
         turn: Turn | None = None,
-    ) -> dict[str, Any]:
-        """Run a skill by name, alias or tool name; return the normalized envelope (a JSON-serializable dict)."""
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
+        """Run a skill by name, alias or tool name; await it for the normalized envelope (a JSON-serializable dict).
+
+        A plain method returning the pipeline's coroutine (one coroutine layer, not two: the agent's tool calls
+        come through here too); a context or turn of the wrong type is refused at once.
+        """
         if context is not None and not isinstance(context, Mapping):
             raise InvalidInput(
                 f"context must be a mapping such as {{'session_id': 's1'}}, not {type(context).__name__}"
             )
         if turn is not None and not isinstance(turn, Turn):
             raise InvalidInput(f"turn must be a Turn from yard.new_turn(...), not {type(turn).__name__}")
-        given: dict[str, Any] = {}
-        if turn is not None:
-            given.update({"session_id": turn.session_id, "channel": turn.channel, **turn.context})
-        given.update(context or {})
-        return await pipeline.execute(self, name, input, given, turn=turn)
+        if turn is None:
+            given = dict(context) if context else {}
+        else:
+            given = {"session_id": turn.session_id, "channel": turn.channel, **turn.context, **(context or {})}
+        return pipeline.execute(self, name, input, given, turn=turn)
 
     async def agent(self, agent_dir: str | os.PathLike[str], *, model: Any = None) -> Agent:
-        """Load a contract-driven agent (docs/agents.md) and bind it to a model.
-
-        ``model`` is a ChatModel, or a spec (``script:FILE.yaml`` / ``openai:MODEL``); without one, the settings'
-        ``[agent.model] spec`` (or ``SKILLYARD_MODEL``). Settings come from ``SKILLYARD_HOME/settings.toml`` and
-        the environment. Skills that fail to load are dropped (see
-        ``agent.loaded.errors``); an agent with no usable skill is an error.
+        """Load a contract-driven agent (docs/agents.md) and bind it to a model: see
+        :func:`skillyard.agent.open_agent` (imported here on first use: a host that runs no agent loads none of it).
         """
-        from .agent.loader import load_agent
-        from .agent.models import model_from_spec, stored_spec
-        from .agent.runner import Agent, AgentError
-        from .agent.settings import AgentSettings
+        from .agent.entry import open_agent
 
-        settings = AgentSettings.load(self.settings.home)
-        loaded = await load_agent(self, Path(agent_dir), settings)
-        if not loaded.profile.active:  # §1.1: only ACTIVE agents load
-            raise AgentError(
-                f"agent {loaded.profile.agent_code!r} has status {loaded.profile.status!r} and does not load; set "
-                "status: ACTIVE in its AGENT.md to use it"
-            )
-        if not loaded.skills:
-            problems = "; ".join(str(e) for e in loaded.errors) or "it names no contract skill"
-            raise AgentError(f"agent {loaded.profile.agent_code!r} has no usable skill: {problems}")
-        model = model if model is not None else settings.model.spec
-        if model is None:
-            raise AgentError(
-                "no model: pass a spec such as 'script:turns.yaml' / 'openai:gpt-4o-mini' (--model on the command "
-                "line, model= in Python, where a ChatModel works too), or set [agent.model] spec in settings.toml "
-                "(or SKILLYARD_MODEL)"
-            )
-        if not isinstance(model, str) and not callable(getattr(model, "complete", None)):
-            raise AgentError(
-                f"model must be a spec such as 'script:turns.yaml' / 'openai:gpt-4o-mini' or a ChatModel (an object "
-                f"with an async complete(messages, tools, state) method), not {type(model).__name__}"
-            )
-        if isinstance(model, str):
-            return Agent(self, loaded, model_from_spec(model, settings), settings, model_spec=stored_spec(model))
-        return Agent(self, loaded, model, settings)
+        return await open_agent(self, agent_dir, model=model)
 
     async def run_nested(
         self, name: str, input: Mapping[str, Any], context: Mapping[str, Any], depth: int

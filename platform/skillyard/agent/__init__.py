@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         ContractIssue,
         parse_contract,
     )
+    from .entry import open_agent
     from .expressions import (
         Expression,
         ExpressionError,
@@ -107,6 +108,7 @@ _EXPORTS = {
     "VerifySpec": ".contract",
     "When": ".contract",
     "load_agent": ".loader",
+    "open_agent": ".entry",
     "parse_contract": ".contract_parse",
     "parse_expression": ".expressions",
     "preflight_agent": ".preflight",
@@ -151,6 +153,7 @@ __all__ = [
     "VerifySpec",
     "When",
     "load_agent",
+    "open_agent",
     "parse_contract",
     "parse_expression",
     "preflight_agent",

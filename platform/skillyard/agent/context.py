@@ -10,7 +10,7 @@ memory for unit tests; the PostgreSQL store (store.py) is the real one.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,6 +18,7 @@ from .expressions import HIDDEN_PLATFORM_FIELDS
 from .state import Evidence, NodeState, SessionState, TaskState
 
 if TYPE_CHECKING:
+    from ..catalog.skill import Skill
     from ..yard import SkillYard
     from .contract import ToolContract
     from .loader import ContractSkill
@@ -92,6 +93,9 @@ class NodeContext:
     upstream_node_ids: list[str] = field(default_factory=list)  # dependency / delegation ancestors, nearest first
     events: list[dict[str, Any]] = field(default_factory=list)  # progress events of this turn (tool labels, …)
     model: Any = None  # the node's ChatModel: skill_md business tools run as sub-agents on it
+    #: Runs a skill_md business tool as an isolated sub-agent; passed in by the node runner (the chain never
+    #: imports the runner back).
+    sub_agent: Callable[[NodeContext, Skill, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
 
     @property
     def platform(self) -> dict[str, str]:

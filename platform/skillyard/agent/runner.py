@@ -15,12 +15,11 @@ loaded skill (the planner that picks among several is part 2).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput, SkillyardError
-from ..invoke.pipeline import check_session_id
-from ..yard import SkillYard
+from ..invoke.run import check_session_id
 from .builtins import BUILTIN_NAMES, call_builtin, offered_builtins
 from .chain import call_tool, preview_binding, verify_write
 from .chain.summary import build_summary
@@ -45,7 +44,12 @@ from .state import (
     now,
 )
 from .store import AgentStore, MemoryAgentStore, new_id
+from .sub_agent import run_skill_md
 from .turn import TurnResult
+
+if TYPE_CHECKING:
+    from ..catalog.skill import Skill
+    from ..yard import SkillYard
 
 #: Model calls per node and turn before the node fails (a runaway loop guard; FINGERPRINT_TRIP catches repeats).
 STEP_BUDGET = 24
@@ -180,8 +184,25 @@ class Agent:
         if skill is None:
             raise AgentError(f"skill {node.skill_key!r} of the open node is no longer loaded; check the agent folder")
         return NodeContext(
-            self.yard, skill, session, task, node, self.store, self.settings, evidence=evidence, model=self.model
+            self.yard,
+            skill,
+            session,
+            task,
+            node,
+            self.store,
+            self.settings,
+            evidence=evidence,
+            model=self.model,
+            sub_agent=self._run_sub_agent,
         )
+
+    def _run_sub_agent(self, ctx: NodeContext, skill: Skill, args: dict[str, Any]) -> Awaitable[dict[str, Any]]:
+        """A skill_md business tool as an isolated sub-agent on this node's model and settings."""
+
+        def make_agent(loaded: LoadedAgent, store: MemoryAgentStore) -> Agent:
+            return Agent(self.yard, loaded, ctx.model, ctx.settings, store=store)
+
+        return run_skill_md(ctx, skill, args, make_agent)
 
     async def _start(self, session: SessionState, message: str, skill_key: str | None) -> NodeContext:
         key = skill_key or next(iter(self.loaded.skills), None)

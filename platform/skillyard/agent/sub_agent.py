@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..catalog.skill import Skill
 from .contract import Contract
@@ -32,6 +33,7 @@ from .store import MemoryAgentStore, new_id
 
 if TYPE_CHECKING:
     from .context import NodeContext
+    from .turn import TurnResult
 
 _GOAL_KEYS = ("task", "goal", "instruction", "query", "prompt")
 
@@ -57,10 +59,20 @@ def _goal(args: dict[str, Any]) -> str:
     return json.dumps(args, ensure_ascii=False, default=str)
 
 
-async def run_skill_md(ctx: NodeContext, skill: Skill, args: dict[str, Any]) -> dict[str, Any]:
-    """Run ``skill`` (a skill_md skill) as an isolated sub-agent on the caller's model; a skill envelope."""
-    from .runner import Agent
+class IsolatedRunner(Protocol):
+    """What runs the sub-agent's turn: an ``Agent`` of the node runner, made by the caller."""
 
+    async def run_isolated(self, session: SessionState, goal: str, skill_key: str) -> TurnResult: ...
+
+
+async def run_skill_md(
+    ctx: NodeContext,
+    skill: Skill,
+    args: dict[str, Any],
+    make_agent: Callable[[LoadedAgent, MemoryAgentStore], IsolatedRunner],
+) -> dict[str, Any]:
+    """Run ``skill`` (a skill_md skill) as an isolated sub-agent on the caller's model; a skill envelope.
+    ``make_agent`` builds the runner for the sub-agent's folder and store (the node runner passes its own kind)."""
     tools = tuple(name for name in allowed_tools(skill) if ctx.yard.resolve(name) is not None)
     contract_skill = ContractSkill(
         skill_key=skill.name,
@@ -74,7 +86,7 @@ async def run_skill_md(ctx: NodeContext, skill: Skill, args: dict[str, Any]) -> 
     profile = AgentProfile(agent_code=f"skill_md.{skill.name}", agent_name=skill.name, path=skill.dir)
     loaded = LoadedAgent(profile=profile, dir=skill.dir, skills={skill.name: contract_skill})
     store = MemoryAgentStore()
-    agent = Agent(ctx.yard, loaded, ctx.model, ctx.settings, store=store)
+    agent = make_agent(loaded, store)
     session = SessionState(
         id=new_id("sub"),
         agent_code=profile.agent_code,

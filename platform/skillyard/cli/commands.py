@@ -141,7 +141,7 @@ def run(
             ) from None
         ctx["workspace_dir"] = str(workspace.resolve())
     if session is not None:
-        from ..invoke.pipeline import check_session_id
+        from ..invoke.run import check_session_id
 
         try:
             check_session_id(session)  # an empty or unsafe id is a mistake, never "no session"
@@ -173,7 +173,7 @@ def artifacts(session: str, as_json: bool) -> None:
 
     async def go() -> list[dict[str, Any]]:
         async with yard:
-            from ..invoke.pipeline import check_session_id
+            from ..invoke.run import check_session_id
 
             check_session_id(session)
             return [a.as_dict() for a in await yard.attachments.for_session(session)]

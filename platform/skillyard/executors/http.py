@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..catalog.http_spec import HttpSpecError, load_spec
+from ..envelope import failure, input_rejected
 from ..hookspecs import hookimpl
 from ..invoke.context import config_value
-from ..invoke.envelope import failure, input_rejected
 
 if TYPE_CHECKING:
     from ..catalog.skill import Skill

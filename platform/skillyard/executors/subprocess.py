@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..envelope import failure
 from ..hookspecs import hookimpl
 from ..invoke.context import NAMED_FIELDS, credential_value, subprocess_context
-from ..invoke.envelope import failure
 from ..invoke.inputs import SUBCOMMAND
 from ..secret_names import looks_secret
 from .stdout import parse_stdout

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..envelope import failure
 from ..hookspecs import hookimpl
-from ..invoke.envelope import failure
 
 if TYPE_CHECKING:
     from ..catalog.skill import Skill

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ from ..outputs.display import RICH_CHANNELS
 if TYPE_CHECKING:
     from ..catalog.skill import Skill
     from ..yard import SkillYard
-    from .pipeline import Run
+    from .run import Run
 
 log = logging.getLogger("skillyard.background")
 
@@ -50,10 +51,11 @@ def _summary(envelope: dict[str, Any], skill: str) -> str:
     return f"{skill} failed: {reason}"
 
 
-def dispatch_background(yard: SkillYard, run: Run, configs: dict[str, Any]) -> dict[str, Any]:
-    """Start the run in the background and return the immediate acknowledgement."""
-    from .pipeline import finish_run
-
+def dispatch_background(
+    yard: SkillYard, run: Run, configs: dict[str, Any], finish: Callable[[SkillYard, Run], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    """Start the run in the background and return the immediate acknowledgement; ``finish`` is the pipeline's
+    last steps (execute, process, record), passed in so this module never imports the pipeline back."""
     ctx = run.context
     run.background = True  # no default wall clock (§8)
     ctx.update(request=None, channel_registry=None, abort_signal=None)  # §8: nothing of the live request
@@ -62,7 +64,7 @@ def dispatch_background(yard: SkillYard, run: Run, configs: dict[str, Any]) -> d
 
     async def background() -> None:
         try:
-            envelope = await finish_run(yard, run)
+            envelope = await finish(yard, run)
         except Exception:  # the acknowledgement is already sent; make sure the failure is seen
             log.exception("background run of %r crashed", run.skill.name)
             envelope = {"ok": False, "error": f"{run.skill.name} crashed in the background"}

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..envelope import failure
 from ..outputs.display import DisplayBlock, DisplayMerge
-from .envelope import failure
 
 CONSECUTIVE_FAILURES_BAN = 2
 TOTAL_FAILURES_WRAP_UP = 4

@@ -7,8 +7,8 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..envelope import failure
 from .context import callee_context
-from .envelope import failure
 
 if TYPE_CHECKING:
     from ..yard import SkillYard

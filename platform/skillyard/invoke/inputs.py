@@ -6,7 +6,7 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .envelope import input_rejected
+from ..envelope import input_rejected, is_empty
 from .fastcheck import FastCheck, compile_fast_check
 
 if TYPE_CHECKING:
@@ -27,15 +27,6 @@ def _validator(skill: Skill, sub: str | None) -> tuple[Any, FastCheck | None]:
         schema = skill.schema.subcommands[sub] if sub else skill.schema.exposed
         per_skill[sub] = (jsonschema.validators.validator_for(schema)(schema), compile_fast_check(schema))
     return per_skill[sub]
-
-
-def is_empty(value: Any) -> bool:
-    """Missing for ``required``: None, "", whitespace, [] and {}; 0 and false are values."""
-    if value is None:
-        return True
-    if isinstance(value, str):
-        return not value.strip()
-    return isinstance(value, (list, dict)) and not value
 
 
 def _describe(schema: Mapping[str, Any], name: str) -> str:

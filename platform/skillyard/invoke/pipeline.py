@@ -5,27 +5,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
-import time
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import envelope as env_mod
 from ..catalog.requires import check_requirements
 from ..catalog.skill import SUBPROCESS_TYPES, Skill
 from ..errors import InvalidInput, UnknownExecType, UnknownSkill
-from ..outputs.artifacts import file_clock_ns
 from ..plugins import await_me_maybe
 from ..secret_names import looks_secret
-from . import envelope as env_mod
 from .background import dispatch_background, runs_in_background
 from .budget import DEFAULT_SESSION, Turn
 from .calls import make_call_skill
 from .context import base_context, credential_value, effective_configs, inject_configs
 from .inputs import SUBCOMMAND, prepare_input
 from .paths import PATH_FIELDS, InputPathError, apply_raw_prompt, normalize_paths, substitute_refs
+from .run import Run, check_session_id
 
 if TYPE_CHECKING:
     from ..yard import SkillYard
@@ -43,50 +40,6 @@ def _plugin_failure(skill: str, what: str, exc: Exception) -> str:
         f"skill {skill!r} {what} failed ({exc.__class__.__name__}: {exc}); fix or remove the plugin "
         "(skillyard plugins lists them)"
     )
-
-
-SAFE_SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
-
-
-@dataclass
-class Run:
-    """One run in progress: what result processors and the run log see."""
-
-    yard: SkillYard
-    skill: Skill
-    subcommand: str | None
-    input: dict[str, Any]
-    context: dict[str, Any]
-    turn: Turn | None
-    depth: int
-    started: float = field(default_factory=time.time)
-    started_ns: int = field(default_factory=file_clock_ns)
-    background: bool = False  # an async skill's background run (§8): no default wall clock
-
-    @property
-    def session_id(self) -> str:
-        """The session whose workspace and attachments the run uses (``default`` without one)."""
-        return str(self.context.get("session_id") or DEFAULT_SESSION)
-
-    def record_artifact(self, item: dict[str, Any]) -> None:
-        """A file the run produced: listed on the turn (once), and visible to its later runs as an attachment —
-        only when the run works in the turn's session (a ref names a file of one session)."""
-        turn = self.turn
-        if turn is None or self.session_id != turn.session:
-            return
-        if all(a.get("ref") != item["ref"] for a in turn.artifacts):
-            turn.artifacts.append(item)
-        if turn.attachments is not None and all(a["ref"] != item["ref"] for a in turn.attachments):
-            turn.attachments.append(item)
-
-
-def check_session_id(session_id: str) -> str:
-    if not SAFE_SESSION.match(session_id) or session_id in (".", ".."):
-        raise InvalidInput(
-            f"session id {session_id!r} is not a safe name: use 1-128 letters, digits, '_', '-' or '.', "
-            "starting with a letter or digit"
-        )
-    return session_id
 
 
 def _gate(yard: SkillYard, skill: Skill, configs: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -255,7 +208,7 @@ async def execute(
     if envelope is None:
         run = Run(yard, skill, sub, data, ctx, turn, depth)
         if depth == 0 and runs_in_background(skill, ctx):
-            return dispatch_background(yard, run, configs)
+            return dispatch_background(yard, run, configs, finish_run)
         envelope = await finish_run(yard, run)
         if turn is not None and depth == 0:
             turn.record(skill.name, input, envelope)

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import os
 import re
-import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..invoke.envelope import add_warning
+from ..envelope import add_warning
 from ..storage.attachments import NewAttachment, describe_file
 from .media import media_type
 from .safe_write import resolve_in_workspace
 
 if TYPE_CHECKING:
-    from ..invoke.pipeline import Run
+    from ..invoke.run import Run
 
 #: Artifact arrays and the media type of their items.
 ARRAYS = {"images": "image", "videos": "video", "audios": "audio", "files": "file"}
@@ -26,35 +24,6 @@ NOT_ARTIFACTS = frozenset({".py", ".js", ".sh", ".log", ".tmp", ".srt", ".pyc"})
 _ASKED_FOR_CODE = re.compile(
     r"(?<![a-z])(?:scripts?|code|python|javascript|bash|shell)(?![a-z])|脚本|代码|源码|\.(?:py|js|sh)(?![a-z0-9])", re.I
 )  # whole English words ("description" or "transcript" asks for no script), also right next to Chinese text
-
-
-def _coarse_clock() -> int | None:
-    """CLOCK_REALTIME_COARSE (5 in linux/time.h; the time module does not name it on Python 3.11), if this system
-    has it."""
-    clock = getattr(time, "CLOCK_REALTIME_COARSE", 5 if sys.platform.startswith("linux") else None)
-    if clock is None:
-        return None
-    try:
-        time.clock_gettime_ns(clock)
-    except OSError:
-        return None
-    return int(clock)
-
-
-_COARSE_CLOCK = _coarse_clock()
-
-
-def file_clock_ns() -> int:
-    """Now, on the clock file modification times are stamped with.
-
-    Linux stamps mtimes from the coarse realtime clock, which lags ``time.time_ns()`` by up to one tick (a few
-    ms): a file written just after a fine-grained start time can look older than the start. Read from the coarse
-    clock, the start is never later than the mtime of anything written after it; a file written earlier in the same
-    tick counts as written during the run (a window of one tick).
-    """
-    if _COARSE_CLOCK is not None:
-        return time.clock_gettime_ns(_COARSE_CLOCK)
-    return time.time_ns()
 
 
 def existing_file(value: Any, workspace: Path, workspaces_root: Path) -> Path | None:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
-from ..invoke.envelope import add_warning
+from ..envelope import add_warning
 from .address_guard import GuardedTransport, RefusedDestination
 from .media import media_type
 from .safe_write import TooLarge, describe_size, safe_stream

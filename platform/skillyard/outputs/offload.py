@@ -9,11 +9,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..invoke.envelope import add_warning
+from ..envelope import add_warning
 from .safe_write import safe_write
 
 if TYPE_CHECKING:
-    from ..invoke.pipeline import Run
+    from ..invoke.run import Run
 
 log = logging.getLogger("skillyard.offload")
 OFFLOAD_LIMIT = 12_000

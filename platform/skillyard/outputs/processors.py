@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from ..invoke.pipeline import Run
+    from ..invoke.run import Run
 
 MATERIALIZE, REGISTER, COLLECT, OFFLOAD = 100, 200, 300, 400
 

@@ -12,7 +12,7 @@ from .database import Database
 from .tables import runs
 
 if TYPE_CHECKING:
-    from ..invoke.pipeline import Run
+    from ..invoke.run import Run
 
 log = logging.getLogger("skillyard.runlog")
 BATCH = 200

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...invoke.inputs import is_empty
+from ...envelope import is_empty
 from ..codes import ErrorCode
 from ..state import Observation
 from .base import ChainCall, json_copy

@@ -1,7 +1,7 @@
 """The call itself and §14.4: how a failed envelope is classified.
 
 The business skill runs through ``yard.run``'s pipeline with the caller's identity, the session id and, for writes, the
-idempotency key in its runtime_context. The envelope says what went wrong (invoke/envelope.py, pipeline.py):
+idempotency key in its runtime_context. The envelope says what went wrong (envelope.py, invoke/pipeline.py):
 
 * ``timed_out`` (the wall clock, or an HTTP timeout) → ``TOOL_TIMEOUT``;
 * ``exception_type`` ``ConnectionRefusedError`` or a subclass (in-process, or an HTTP skill's refused connection)
@@ -23,8 +23,7 @@ from collections.abc import Awaitable
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from ...invoke import pipeline
-from ...invoke.envelope import exception_family, is_failure
+from ...envelope import exception_family, is_failure
 from ..codes import ErrorCode
 from ..state import EvidenceStatus
 
@@ -107,17 +106,16 @@ def runtime_context(call: ChainCall) -> dict[str, Any]:
 
 def start(call: ChainCall) -> Awaitable[dict[str, Any]]:
     """The business skill's run, to await once (never retried): a skill_md tool runs as a sub-agent, any other
-    skill through ``yard.run``'s pipeline (entered one layer down: the context is a fresh mapping, no turn).
+    skill through ``yard.run`` (the public run API; its context is a fresh mapping, no turn).
     Await it under ``try`` and turn an exception into an envelope with :func:`crashed` (:func:`run` does both)."""
     skill = call.catalog_skill  # the arg policy resolved it (None: resolve it here)
     if skill is None:
         found = call.ctx.yard.resolve(call.tool)
         skill = found[0] if found is not None else None
-    if skill is not None and skill.skill_type == "skill_md" and call.ctx.model is not None:
-        from ..sub_agent import run_skill_md
-
-        return run_skill_md(call.ctx, skill, call.args)
-    return pipeline.execute(call.ctx.yard, call.tool, call.args, runtime_context(call))
+    ctx = call.ctx
+    if skill is not None and skill.skill_type == "skill_md" and ctx.model is not None and ctx.sub_agent is not None:
+        return ctx.sub_agent(ctx, skill, call.args)
+    return ctx.yard.run(call.tool, call.args, runtime_context(call))
 
 
 def crashed(call: ChainCall, exc: Exception) -> dict[str, Any]:

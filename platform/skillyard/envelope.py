@@ -1,4 +1,4 @@
-"""The result envelope (§6.1): one normalization for skills, call_skill and the CLI alike."""
+"""The result envelope (§6.1), the vocabulary every layer speaks: normalize, failure, add_warning, redact, is_empty."""
 
 from __future__ import annotations
 
@@ -158,3 +158,12 @@ def add_warning(envelope: dict[str, Any], message: str) -> None:
             warnings.append(message)
     else:
         envelope["warnings"] = [message] if warnings in (None, "") else [warnings, message]
+
+
+def is_empty(value: Any) -> bool:
+    """Missing for ``required``: None, "", whitespace, [] and {}; 0 and false are values."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    return isinstance(value, (list, dict)) and not value
