@@ -14,7 +14,8 @@ import pytest
 # Tests never autoload third-party plugins (an empty allow-list loads none).
 os.environ["SKILLYARD_LOAD_PLUGINS"] = ""
 
-pytest_plugins = ("support.datatable_probes", "support.outputs_probes", "support.recording_channel")  # shared fixtures of the probes
+# Shared fixtures of the probes.
+pytest_plugins = ("support.datatable_probes", "support.outputs_probes", "support.recording_channel")
 
 
 @pytest.fixture(scope="session")
