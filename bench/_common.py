@@ -15,7 +15,8 @@ AsyncCall = Callable[[], Awaitable[object]]
 
 
 def isolate(prefix: str) -> tuple[tempfile.TemporaryDirectory[str], Path]:
-    """A temporary SKILLYARD_HOME, no database (so no PostgreSQL starts), no extra plugins, no tracing.
+    """A temporary SKILLYARD_HOME, no database configured (the embedded one starts only when a script starts it),
+    no extra plugins, no tracing.
 
     Returns the TemporaryDirectory (keep a reference; it is removed when collected) and its path.
     """

@@ -277,6 +277,7 @@ return {"ok": True, "images": [{"local_path": str(ws / "chart.png"), "url": "htt
 
 
 async def _insert_row(database_url: str, session: str, path: Path) -> None:
+    """Another process registering a file: its row, then a new generation of the session (storage/attachments.py)."""
     import asyncpg
 
     conn = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
@@ -292,6 +293,9 @@ async def _insert_row(database_url: str, session: str, path: Path) -> None:
         )
     finally:
         await conn.close()
+    generation = Path(os.environ["SKILLYARD_HOME"]) / "attachments" / session
+    generation.parent.mkdir(parents=True, exist_ok=True)
+    generation.write_bytes(os.urandom(16))
 
 
 async def test_attachments_are_read_once_per_turn(db_env, make_skill, tmp_path, yard_for):

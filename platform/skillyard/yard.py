@@ -56,7 +56,7 @@ class SkillYard:
             self.database, lambda: Cipher(load_key(self.settings.home, self.settings.secret_key))
         )
         self.runlog = RunLog(self.database)
-        self.attachments = AttachmentStore(self.database)
+        self.attachments = AttachmentStore(self.database, self.settings.home / "attachments")
         self.background = BackgroundRuns()
         self.channels = ChannelRegistry.from_plugins(self.pm)
         self.catalog = Catalog(self._roots([Path(d) for d in skills_dirs or []], include_builtin))
