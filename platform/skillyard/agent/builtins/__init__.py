@@ -22,7 +22,7 @@ from typing import Any
 from ..codes import ErrorCode
 from ..context import NodeContext
 from ..state import Observation
-from .common import Builtin, Call, JsonObject, shape_problems
+from .tool import Builtin, Call, JsonObject, shape_problems
 from .env import ENV_TOOLS
 from .node import (
     APPROVAL,

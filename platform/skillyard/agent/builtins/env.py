@@ -26,7 +26,7 @@ from typing import Any
 from ..codes import ErrorCode
 from ..context import NodeContext
 from ..state import Observation
-from .common import Builtin, Call, JsonObject, params, text_arg
+from .tool import Builtin, Call, JsonObject, params, text_arg
 
 DATETIME_PATTERN = "yyyy-MM-dd HH:mm:ss"
 DATE_PATTERN = "yyyy-MM-dd"

@@ -28,7 +28,7 @@ from ..context import NodeContext
 from ..contract import ArgContract, MissingAction, SourceType
 from ..expressions import Prefix
 from ..state import Checkpoint, CheckpointType, EvidenceStatus, NodeStatus, Observation
-from .common import Builtin, Call, JsonObject, params, text_arg
+from .tool import Builtin, Call, JsonObject, params, text_arg
 from .outputs import completion_refusal, publish
 
 FOLLOW_UP = "builtin_node_follow_up"

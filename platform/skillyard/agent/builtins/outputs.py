@@ -18,7 +18,7 @@ from ..contract import UNSET, OutputSpec, ShareScope, SourceType
 from ..expressions import HIDDEN_PLATFORM_FIELDS, PLATFORM_FIELDS
 from ..paths import get_path, has_value
 from ..state import Entity, Observation, OutputValue
-from .common import Builtin, Call, JsonObject, params, text_arg
+from .tool import Builtin, Call, JsonObject, params, text_arg
 
 OUTPUT_SET = "builtin_output_set"
 

@@ -12,7 +12,7 @@ from ..codes import ErrorCode
 from ..context import NodeContext
 from ..prompt import MANUAL_HEAD_CHARS
 from ..state import Observation
-from .common import Builtin, Call, JsonObject, params, text_arg
+from .tool import Builtin, Call, JsonObject, params, text_arg
 
 READ_SKILL_FILE = "read_skill_file"
 

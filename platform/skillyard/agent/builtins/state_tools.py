@@ -13,7 +13,7 @@ from ..codes import ErrorCode
 from ..context import NodeContext
 from ..expressions import HIDDEN_PLATFORM_FIELDS, PLATFORM_FIELDS, Prefix
 from ..state import Observation
-from .common import Builtin, Call, JsonObject, params, text_arg
+from .tool import Builtin, Call, JsonObject, params, text_arg
 
 STATE_SET = "builtin_state_set"
 EVIDENCE_GET = "builtin_evidence_get"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..codes import ErrorCode
@@ -20,33 +19,12 @@ if TYPE_CHECKING:
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def _c_encoder() -> Callable[[Any, int], Any] | None:
-    """The C encoder ``_CANONICAL.encode`` builds on every call (same options), built once and without the
-    circular-reference markers, so it keeps no state between calls; None without the C extension."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return None
-    encoder: Callable[[Any, int], Any] = make(
-        None, str, json.encoder.encode_basestring, None, ":", ",", True, False, True
-    )
-    return encoder
-
-
-_C_CANONICAL = _c_encoder()
-
-
 def canonical(value: Any) -> str:
     """Stable JSON text of a value (sorted keys, no spaces): what fingerprints and idempotency keys hash.
 
-    The same text as ``json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)``:
-    one shared C encoder. A self-referencing (or very deep) value makes it recurse until RecursionError; it is then
-    encoded by the JSONEncoder itself, which reports the circular reference as it always did.
+    The same text as ``json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)``,
+    through one encoder built once; a self-referencing value is reported as the circular reference it is.
     """
-    if _C_CANONICAL is not None:
-        try:
-            return "".join(_C_CANONICAL(value, 0))
-        except RecursionError:
-            pass
     return _CANONICAL.encode(value)
 
 

@@ -1,4 +1,4 @@
-"""What every builtin tool shares: the call being answered, refusals with their §17 code, argument shapes.
+"""A builtin tool: its definition, the call it answers (refusals with their §17 code) and its argument shapes.
 
 A builtin handler receives the parsed arguments (a JSON object) and a :class:`Call`, and returns an
 :class:`~skillyard.agent.state.Observation` made by ``call.ok(...)`` or ``call.refuse(code, message, next_step)``.
