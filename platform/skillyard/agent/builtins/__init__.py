@@ -22,7 +22,6 @@ from typing import Any
 from ..codes import ErrorCode
 from ..context import NodeContext
 from ..state import Observation
-from .tool import Builtin, Call, JsonObject, shape_problems
 from .env import ENV_TOOLS
 from .node import (
     APPROVAL,
@@ -37,6 +36,7 @@ from .outputs import OUTPUT_SET, OUTPUT_SET_TOOL, completion_refusal, outputs_us
 from .skill_file import READ_SKILL_FILE, READ_SKILL_FILE_TOOL
 from .skill_file import offered as skill_file_offered
 from .state_tools import EVIDENCE_GET_TOOL, RESERVED_STATE_KEYS, SESSION_INFO_TOOL, STATE_SET_TOOL
+from .tool import Builtin, Call, JsonObject, shape_problems
 
 __all__ = [
     "BUILTINS",

@@ -28,8 +28,8 @@ from ..context import NodeContext
 from ..contract import ArgContract, MissingAction, SourceType
 from ..expressions import Prefix
 from ..state import Checkpoint, CheckpointType, EvidenceStatus, NodeStatus, Observation
-from .tool import Builtin, Call, JsonObject, params, text_arg
 from .outputs import completion_refusal, publish
+from .tool import Builtin, Call, JsonObject, params, text_arg
 
 FOLLOW_UP = "builtin_node_follow_up"
 APPROVAL = "builtin_node_approval"
