@@ -232,6 +232,41 @@ async def test_register_channels(register):
         SkillYard(include_builtin=False)
 
 
+async def test_register_models(register, tmp_path):
+    """A third-party provider answers its own spec prefix, exactly as the built-in script:/openai: ones do."""
+    from skillyard.agent.models import ModelError, ModelReply, model_from_spec, spec_forms, stored_spec
+
+    class Echo:
+        def __init__(self, rest):
+            self.rest = rest
+
+        async def complete(self, messages, tools, state):
+            return ModelReply(text=f"{self.rest}: {messages[-1]['content']}")
+
+    class Plugin:
+        @hookimpl
+        def register_models(self, register):
+            register("echo", lambda rest, settings: Echo(rest), help="echo:NAME (repeats the user)", stored=str.upper)
+
+    register(Plugin(), "echo-models")
+    model = model_from_spec("echo:bob")
+    assert (await model.complete([{"role": "user", "content": "hi"}], [], {})).text == "bob: hi"
+    assert stored_spec("echo:bob") == "BOB"
+    assert stored_spec(f"script:{tmp_path.name}") == f"script:{Path(tmp_path.name).resolve()}"
+    assert "echo:NAME (repeats the user)" in spec_forms() and "script:FILE.yaml" in spec_forms()
+    with pytest.raises(ModelError, match=r"unknown model spec 'nope:x'; use .*echo:NAME"):
+        model_from_spec("nope:x")
+
+    class Clash:
+        @hookimpl
+        def register_models(self, register):
+            register("script", lambda rest, settings: Echo(rest))
+
+    register(Clash(), "clash-models")
+    with pytest.raises(DuplicateRegistration, match="model prefix 'script' is registered by both"):
+        model_from_spec("script:x.yaml")
+
+
 def test_register_commands_cannot_replace_a_command(register):
     from skillyard.cli import cli
 
@@ -303,6 +338,15 @@ def test_register_commands_lazy_form(register, tmp_path, monkeypatch):
     clashed = CliRunner().invoke(cli, ["--help"])
     assert clashed.exit_code == 2 and "tried to add the command 'acme-lazy', which already exists" in clashed.output
     assert "lazy-clash" in clashed.output and "lazy-commands" in clashed.output
+
+
+def test_calling_register_commands_again_after_a_lazy_command_loaded_is_harmless():
+    """A direct hook call (as a plugin's own tests may make) re-adds the same lazy command without a clash."""
+    from skillyard.cli import cli
+
+    assert CliRunner().invoke(cli, ["agent", "--help"]).exit_code == 0  # loads the lazy agent group
+    pm.hook.register_commands(cli=cli)
+    assert CliRunner().invoke(cli, ["agent", "--help"]).exit_code == 0
 
 
 def test_a_lazy_command_that_does_not_load_names_the_plugin(register):

@@ -61,6 +61,20 @@ def register_channels(register: Callable[..., None]) -> None:
 
 
 @hookspec
+def register_models(register: Callable[..., None]) -> None:
+    """Add chat-model providers for agent model specs ``PREFIX:REST`` (``--model``, ``[agent.model] spec``).
+
+    Call ``register(prefix, factory, help="prefix:FORM (what it is)", stored=None)``. ``factory(rest, settings)``
+    returns a ChatModel (an object with ``async complete(messages, tools, state)``); ``settings()`` reads the
+    ``[agent.model]`` settings, so call it only when the provider needs them. ``stored(rest)``, if given, is the
+    spec a session keeps (e.g. a path made absolute). A prefix registered twice fails naming both plugins. The
+    scripted (``script:``) and OpenAI-compatible (``openai:``) models are default plugins of this hook.
+
+    :param register: the host's registration callback.
+    """
+
+
+@hookspec
 def register_commands(cli: SkillyardGroup) -> None:
     """Add commands to the ``skillyard`` CLI, when the root group is first used (before click parses).
 

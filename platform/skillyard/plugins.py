@@ -25,6 +25,8 @@ DEFAULT_PLUGINS = (
     "skillyard.outputs.processors",
     "skillyard.builtin_skills.datatable.plugin",
     "skillyard.agent.plugin",
+    "skillyard.agent.models.scripted",
+    "skillyard.agent.models.openai",
 )
 
 pm = pluggy.PluginManager("skillyard")

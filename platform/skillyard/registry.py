@@ -1,4 +1,4 @@
-"""Registries filled through the registration hooks: exec types and result processors.
+"""Registries filled through the registration hooks: exec types, result processors, commands, model providers.
 
 The host owns the ``register`` callbacks, so it can validate names, reject duplicates with a message that
 names both plugins, and remember which plugin registered what.
@@ -31,6 +31,17 @@ class ResultProcessor:
     func: Callable[..., Any]
 
 
+@dataclass(frozen=True)
+class ModelProvider:
+    """A chat-model provider: the spec prefix it answers, its factory and how a session stores its specs."""
+
+    prefix: str
+    factory: Callable[[str, Callable[[], Any]], Any]  # (rest of the spec, settings getter) -> ChatModel
+    help: str
+    plugin: str
+    stored: Callable[[str], str] | None = None
+
+
 @dataclass
 class Registries:
     """Exec types and result processors, as registered by the loaded plugins."""
@@ -52,7 +63,7 @@ class Registries:
             ) from None
 
 
-def _call_per_plugin(pm: pluggy.PluginManager, hook_name: str, make_kwargs: Callable[[str], dict[str, Any]]) -> None:
+def call_per_plugin(pm: pluggy.PluginManager, hook_name: str, make_kwargs: Callable[[str], dict[str, Any]]) -> None:
     """Call a hook through pluggy once per implementing plugin, so each call knows its plugin's name."""
     caller = getattr(pm.hook, hook_name)
     plugins = [impl.plugin for impl in caller.get_hookimpls()]
@@ -91,8 +102,8 @@ def collect_registries(pm: pluggy.PluginManager) -> Registries:
 
         return {"register": register}
 
-    _call_per_plugin(pm, "register_exec_types", exec_register)
-    _call_per_plugin(pm, "register_result_processors", processor_register)
+    call_per_plugin(pm, "register_exec_types", exec_register)
+    call_per_plugin(pm, "register_result_processors", processor_register)
     reg.processors = [processor_at[k] for k in sorted(processor_at)]
     reg.has_extra_context = bool(pm.hook.extra_context.get_hookimpls())
     return reg
@@ -100,4 +111,34 @@ def collect_registries(pm: pluggy.PluginManager) -> Registries:
 
 def collect_commands(pm: pluggy.PluginManager, make_kwargs: Callable[[str], dict[str, Any]]) -> None:
     """Ask every plugin for its CLI commands, one plugin at a time, so a clash names the plugin that caused it."""
-    _call_per_plugin(pm, "register_commands", make_kwargs)
+    call_per_plugin(pm, "register_commands", make_kwargs)
+
+
+def collect_models(pm: pluggy.PluginManager) -> dict[str, ModelProvider]:
+    """Ask every plugin for its chat-model providers; a prefix registered twice fails naming both plugins."""
+    found: dict[str, ModelProvider] = {}
+
+    def models_register(plugin: str) -> dict[str, Any]:
+        def register(
+            prefix: str,
+            factory: Callable[[str, Callable[[], Any]], Any],
+            *,
+            help: str = "",
+            stored: Callable[[str], str] | None = None,
+        ) -> None:
+            if not isinstance(prefix, str) or not prefix or ":" in prefix:
+                raise DuplicateRegistration(
+                    f"plugin {plugin!r} registered the model prefix {prefix!r}; a prefix is a word without ':' "
+                    "(specs are PREFIX:REST)"
+                )
+            if prefix in found:
+                raise DuplicateRegistration(
+                    f"model prefix {prefix!r} is registered by both {found[prefix].plugin!r} and {plugin!r}; "
+                    "unregister one of them (SKILLYARD_LOAD_PLUGINS restricts which plugins load)."
+                )
+            found[prefix] = ModelProvider(prefix, factory, help, plugin, stored)
+
+        return {"register": register}
+
+    call_per_plugin(pm, "register_models", models_register)
+    return found

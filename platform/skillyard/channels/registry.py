@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import pluggy
 
 from ..errors import DuplicateRegistration
+from ..registry import call_per_plugin
 
 log = logging.getLogger("skillyard.channels")
 
@@ -29,10 +30,11 @@ class ChannelRegistry:
     @classmethod
     def from_plugins(cls, pm: pluggy.PluginManager) -> ChannelRegistry:
         registry = cls()
-        for impl in pm.hook.register_channels.get_hookimpls():
-            others = [i.plugin for i in pm.hook.register_channels.get_hookimpls() if i is not impl]
-            caller = pm.subset_hook_caller("register_channels", remove_plugins=others)
-            caller(register=lambda name, channel, _p=impl.plugin_name: registry.register(name, channel, _p))
+
+        def channels_register(plugin: str) -> dict[str, Any]:
+            return {"register": lambda name, channel: registry.register(name, channel, plugin)}
+
+        call_per_plugin(pm, "register_channels", channels_register)
         return registry
 
     def register(self, name: str, channel: Channel, plugin: str = "") -> None:

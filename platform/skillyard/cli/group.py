@@ -99,7 +99,9 @@ class SkillyardGroup(click.Group):
             )
         self.collect_plugin_commands()
         known = self.lazy.get(name)
-        if name in self.commands or (known is not None and known.import_path != import_path):
+        if known is not None and known.import_path == import_path:
+            return  # the same registration again (a hook called twice)
+        if known is not None or name in self.commands:
             raise DuplicateRegistration(self._clash(name))
         self.lazy[name] = LazyCommand(name, import_path, help, self._registering)
         if self._registering:
