@@ -6,18 +6,15 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import textwrap
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from support.agent_probes import skillyard_cli, write_files
+from support.agent_folder import AgentFolder
+from support.agent_probes import skillyard_cli
 
 IDENTITY = {"user_id": "42", "org_id": "7", "actor_name": "Ada"}
 
@@ -56,6 +53,7 @@ RESULTS = {
 }
 
 
+TOOLS = list(RESULTS)
 SCHEMAS: dict[str, dict[str, Any]] = {
     "saveNote": {
         "type": "object",
@@ -109,53 +107,25 @@ CONTRACT: dict[str, Any] = {
 }
 
 
-class DeskAgent:
+class DeskAgent(AgentFolder):
     """An agent folder in tmp_path: one contract skill and business skills that log every real execution."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.log = root / "calls.jsonl"
-        self.dir = root / "desk_agent"
-        self.scripts = 0
-        self.uid = uuid.uuid4().hex[:10]
-        skills = self.dir / "skills"
-        self.keeper = skills / "keeper"
-        files = {
-            self.dir / "AGENT.md": "---\nagent_code: desk\nagent_name: Desk clerk\nskills: [desk.keeper]\n---\n"
-            "# Identity\nA careful clerk.\n# Mission\nKeep the user's notes.\n",
-            self.keeper / "SKILL.md": "---\nname: keeper\nskill_key: desk.keeper\ndescription: Keeps notes.\n"
-            f"tools: [{', '.join(RESULTS)}]\n---\nThe keeper manual: save notes the user dictates.\n",
-        }
-        for name, result in RESULTS.items():
-            folder = skills / name
-            files[folder / "SKILL.md"] = f"---\nname: {name}\ndescription: tool {name}\n---\n"
-            files[folder / "handler.py"] = textwrap.dedent(HANDLER).format(log=str(self.log), name=name, result=result)
-            files[folder / "schema.json"] = json.dumps(SCHEMAS[name])
-        write_files(files)
-        self.contract(CONTRACT)
-
-    def sid(self, name: str) -> str:
-        return f"{name}-{self.uid}"
-
-    def contract(self, contract: dict[str, Any]) -> None:
-        (self.keeper / "contract.json").write_text(json.dumps(contract, ensure_ascii=False), encoding="utf-8")
-
-    def script(self, *turns: dict[str, Any]) -> str:
-        self.scripts += 1
-        path = self.root / f"turns{self.scripts}.yaml"
-        path.write_text(yaml.safe_dump({"turns": list(turns)}, allow_unicode=True), encoding="utf-8")
-        return f"script:{path}"
+    FOLDER = "desk_agent"
+    AGENT_MD = (
+        "---\nagent_code: desk\nagent_name: Desk clerk\nskills: [desk.keeper]\n---\n"
+        "# Identity\nA careful clerk.\n# Mission\nKeep the user's notes.\n"
+    )
+    KEEPER_MD = (
+        "---\nname: keeper\nskill_key: desk.keeper\ndescription: Keeps notes.\n"
+        "tools: [{tools}]\n---\nThe keeper manual: save notes the user dictates.\n"
+    )
+    HANDLER, RESULTS, SCHEMAS, CONTRACT, TOOLS = HANDLER, RESULTS, SCHEMAS, CONTRACT, TOOLS
+    TOOL_FRONT = ""
 
     def raw_script(self, text: str, name: str = "raw.yaml") -> Path:
         path = self.root / name
         path.write_text(text, encoding="utf-8")
         return path
-
-    def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        rows = [json.loads(x) for x in self.log.read_text(encoding="utf-8").splitlines()]
-        return [r for r in rows if tool is None or r["tool"] == tool]
 
 
 def changed(mutate: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:

@@ -4,18 +4,15 @@
 from __future__ import annotations
 
 import json
-import textwrap
-import uuid
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from skillyard import SkillYard
 from skillyard.agent import ErrorCode
 from skillyard.agent.store import AgentStore
 from skillyard.agent.turn import TurnResult
-from support.agent_probes import call, write_files
+from support.agent_folder import AgentFolder
+from support.agent_probes import call
 
 IDENTITY = {"user_id": "42", "org_id": "7", "actor_name": "Ada"}
 
@@ -164,52 +161,27 @@ CONTRACT: dict[str, Any] = {
 }
 
 
-class DocsAgent:
+class DocsAgent(AgentFolder):
     """An agent folder in tmp_path; its business skills log every real execution and share a small database."""
 
+    FOLDER = "docs_agent"
+    AGENT_MD = (
+        "---\nagent_code: docs\nagent_name: Doc keeper\nskills: [docs.keeper]\n---\n"
+        "# Identity\nA careful document keeper.\n# Mission\nKeep the user's documents.\n"
+    )
+    KEEPER_MD = (
+        "---\nname: keeper\nskill_key: docs.keeper\ndescription: Keeps docs.\n"
+        "tools: [{tools}]\n---\nThe keeper manual: save what the user dictates.\n"
+    )
+    HANDLER, RESULTS, SCHEMAS, CONTRACT, TOOLS = HANDLER, RESULTS, SCHEMAS, CONTRACT, TOOLS
+
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self.log = root / "calls.jsonl"
         self.db = root / "docs.jsonl"
         self.fault = root / "checkDoc.down"
-        self.dir = root / "docs_agent"
-        self.scripts = 0
-        self.uid = uuid.uuid4().hex[:10]
-        skills = self.dir / "skills"
-        files = {
-            self.dir / "AGENT.md": "---\nagent_code: docs\nagent_name: Doc keeper\nskills: [docs.keeper]\n---\n"
-            "# Identity\nA careful document keeper.\n# Mission\nKeep the user's documents.\n",
-            skills / "keeper" / "SKILL.md": "---\nname: keeper\nskill_key: docs.keeper\ndescription: Keeps docs.\n"
-            f"tools: [{', '.join(TOOLS)}]\n---\nThe keeper manual: save what the user dictates.\n",
-        }
-        for name, result in RESULTS.items():
-            folder = skills / name
-            files[folder / "SKILL.md"] = f"---\nname: {name}\ndescription: tool {name}\nexec: {{timeout: 0.5}}\n---\n"
-            files[folder / "handler.py"] = textwrap.dedent(HANDLER).format(
-                log=str(self.log), db=str(self.db), fault=str(self.fault), name=name, result=result
-            )
-            files[folder / "schema.json"] = json.dumps(SCHEMAS[name])
-        write_files(files)
-        self.contract(CONTRACT)
+        super().__init__(root)
 
-    def sid(self, name: str) -> str:
-        return f"{name}-{self.uid}"
-
-    def contract(self, contract: dict[str, Any]) -> None:
-        text = json.dumps(contract, ensure_ascii=False)
-        (self.dir / "skills" / "keeper" / "contract.json").write_text(text, encoding="utf-8")
-
-    def script(self, *turns: dict[str, Any]) -> str:
-        self.scripts += 1
-        path = self.root / f"turns{self.scripts}.yaml"
-        path.write_text(yaml.safe_dump({"turns": list(turns)}, allow_unicode=True), encoding="utf-8")
-        return f"script:{path}"
-
-    def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        rows = [json.loads(x) for x in self.log.read_text(encoding="utf-8").splitlines()]
-        return [r for r in rows if tool is None or r["tool"] == tool]
+    def handler_values(self) -> dict[str, str]:
+        return {"log": str(self.log), "db": str(self.db), "fault": str(self.fault)}
 
     def committed(self, tool: str | None = None) -> list[dict[str, Any]]:
         if not self.db.exists():

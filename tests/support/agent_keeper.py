@@ -4,19 +4,16 @@ class (timeouts, refused connections, OSError subclasses), platform-field reader
 from __future__ import annotations
 
 import json
-import textwrap
-import uuid
 from pathlib import Path
 from typing import Any
 
-import yaml
 from click.testing import CliRunner
 
 from skillyard import SkillYard
 from skillyard.agent.models import ScriptedModel
 from skillyard.agent.turn import TurnResult
 from skillyard.cli import cli
-from support.agent_probes import write_files
+from support.agent_folder import AgentFolder
 
 IDENTITY = {"user_id": "42", "org_id": "7", "actor_name": "Ada"}
 
@@ -185,51 +182,22 @@ CONTRACT: dict[str, Any] = {
 TOOLS = list(RESULTS)
 
 
-class KeeperAgent:
+class KeeperAgent(AgentFolder):
     """An agent folder in tmp_path: a contract skill and business skills that log every real execution."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.log = root / "calls.jsonl"
-        self.dir = root / "notes_agent"
-        self.scripts = 0
-        self.uid = uuid.uuid4().hex[:10]
-        skills = self.dir / "skills"
-        files = {
-            self.dir / "AGENT.md": "---\nagent_code: notes\nagent_name: Note keeper\nskills: [notes.keeper]\n---\n"
-            "# Identity\nA careful note keeper.\n# Mission\nKeep the user's notes.\n",
-            skills / "keeper" / "SKILL.md": "---\nname: keeper\nskill_key: notes.keeper\ndescription: Keeps notes.\n"
-            f"tools: [{', '.join(TOOLS)}]\n---\nThe keeper manual: save notes the user dictates.\n",
-        }
-        for name, result in RESULTS.items():
-            folder = skills / name
-            files[folder / "SKILL.md"] = f"---\nname: {name}\ndescription: tool {name}\nexec: {{timeout: 0.5}}\n---\n"
-            files[folder / "handler.py"] = textwrap.dedent(HANDLER).format(log=str(self.log), name=name, result=result)
-            files[folder / "schema.json"] = json.dumps(SCHEMAS[name])
-        write_files(files)
-        self.contract(CONTRACT)
-
-    def sid(self, name: str) -> str:
-        return f"{name}-{self.uid}"
-
-    def contract(self, contract: dict[str, Any] | str) -> None:
-        text = contract if isinstance(contract, str) else json.dumps(contract, ensure_ascii=False)
-        (self.dir / "skills" / "keeper" / "contract.json").write_text(text, encoding="utf-8")
+    FOLDER = "notes_agent"
+    AGENT_MD = (
+        "---\nagent_code: notes\nagent_name: Note keeper\nskills: [notes.keeper]\n---\n"
+        "# Identity\nA careful note keeper.\n# Mission\nKeep the user's notes.\n"
+    )
+    KEEPER_MD = (
+        "---\nname: keeper\nskill_key: notes.keeper\ndescription: Keeps notes.\n"
+        "tools: [{tools}]\n---\nThe keeper manual: save notes the user dictates.\n"
+    )
+    HANDLER, RESULTS, SCHEMAS, CONTRACT, TOOLS = HANDLER, RESULTS, SCHEMAS, CONTRACT, TOOLS
 
     def agent_md(self, text: str) -> None:
         (self.dir / "AGENT.md").write_text(text, encoding="utf-8")
-
-    def script(self, *turns: dict[str, Any]) -> str:
-        self.scripts += 1
-        path = self.root / f"turns{self.scripts}.yaml"
-        path.write_text(yaml.safe_dump({"turns": list(turns)}, allow_unicode=True), encoding="utf-8")
-        return f"script:{path}"
-
-    def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        rows = [json.loads(x) for x in self.log.read_text(encoding="utf-8").splitlines()]
-        return [r for r in rows if tool is None or r["tool"] == tool]
 
 
 def modified(**changes: Any) -> dict[str, Any]:

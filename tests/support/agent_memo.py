@@ -4,17 +4,13 @@ process mid-call, and the helpers of the probes that drive it (the recording mod
 from __future__ import annotations
 
 import json
-import textwrap
-import uuid
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from skillyard import SkillYard
 from skillyard.agent.models import ScriptedModel
 from skillyard.agent.turn import TurnResult
-from support.agent_probes import call, say, write_files
+from support.agent_folder import AgentFolder
+from support.agent_probes import call, say
 
 IDENTITY = {"user_id": "42", "org_id": "7", "actor_name": "Ada"}
 
@@ -135,29 +131,19 @@ CONTRACT: dict[str, Any] = {
 }
 
 
-class MemoAgent:
+class MemoAgent(AgentFolder):
     """An agent folder in tmp_path: one contract skill and business skills that log every real execution."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.log = root / "calls.jsonl"
-        self.dir = root / "memo_agent"
-        self.scripts = 0
-        self.uid = uuid.uuid4().hex[:10]
-        skills = self.dir / "skills"
-        self.keeper = skills / "keeper"
-        files = {
-            self.dir / "AGENT.md": "---\nagent_code: memo\nagent_name: Memo keeper\nskills: [memo.keeper]\n---\n"
-            "# Identity\nA careful memo keeper.\n# Mission\nKeep the user's notes.\n",
-            self.keeper / "SKILL.md": self.skill_md(TOOLS, "The keeper manual: save notes the user dictates."),
-        }
-        for name, result in RESULTS.items():
-            folder = skills / name
-            files[folder / "SKILL.md"] = f"---\nname: {name}\ndescription: tool {name}\nexec: {{timeout: 0.5}}\n---\n"
-            files[folder / "handler.py"] = textwrap.dedent(HANDLER).format(log=str(self.log), name=name, result=result)
-            files[folder / "schema.json"] = json.dumps(SCHEMAS[name])
-        write_files(files)
-        self.contract(CONTRACT)
+    FOLDER = "memo_agent"
+    AGENT_MD = (
+        "---\nagent_code: memo\nagent_name: Memo keeper\nskills: [memo.keeper]\n---\n"
+        "# Identity\nA careful memo keeper.\n# Mission\nKeep the user's notes.\n"
+    )
+    KEEPER_MD = (
+        "---\nname: keeper\nskill_key: memo.keeper\ndescription: Keeps memos.\n"
+        "tools: [{tools}]\n---\nThe keeper manual: save notes the user dictates.\n"
+    )
+    HANDLER, RESULTS, SCHEMAS, CONTRACT, TOOLS = HANDLER, RESULTS, SCHEMAS, CONTRACT, TOOLS
 
     @staticmethod
     def skill_md(tools: list[str], manual: str) -> str:
@@ -168,25 +154,6 @@ class MemoAgent:
 
     def tools(self, tools: list[str], manual: str = "The keeper manual.") -> None:
         (self.keeper / "SKILL.md").write_text(self.skill_md(tools, manual), encoding="utf-8")
-
-    def sid(self, name: str) -> str:
-        return f"{name}-{self.uid}"
-
-    def contract(self, contract: dict[str, Any]) -> None:
-        text = json.dumps(contract, ensure_ascii=False)
-        (self.keeper / "contract.json").write_text(text, encoding="utf-8")
-
-    def script(self, *turns: dict[str, Any]) -> str:
-        self.scripts += 1
-        path = self.root / f"turns{self.scripts}.yaml"
-        path.write_text(yaml.safe_dump({"turns": list(turns)}, allow_unicode=True), encoding="utf-8")
-        return f"script:{path}"
-
-    def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        rows = [json.loads(x) for x in self.log.read_text(encoding="utf-8").splitlines()]
-        return [r for r in rows if tool is None or r["tool"] == tool]
 
 
 def changed(mutate: Any) -> dict[str, Any]:

@@ -4,17 +4,12 @@ skills that append every real execution to a log, and the contract that binds th
 from __future__ import annotations
 
 import json
-import textwrap
-import uuid
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from skillyard import SkillYard
 from skillyard.agent.store import AgentStore
 from skillyard.agent.turn import TurnResult
-from support.agent_probes import write_files
+from support.agent_folder import AgentFolder
 
 IDENTITY = {"user_id": "42", "org_id": "7", "actor_name": "Ada"}
 
@@ -128,45 +123,18 @@ CONTRACT: dict[str, Any] = {
 TOOLS = ["saveNote", "sendMemo", "findNotes", "lookupOwner", "tagNote"]
 
 
-class NotesAgent:
+class NotesAgent(AgentFolder):
     """An agent folder in tmp_path whose business skills append every real execution to a log."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.log = root / "calls.jsonl"
-        self.dir = root / "notes_agent"
-        self.scripts = 0
-        self.uid = uuid.uuid4().hex[:12]
-        skills = self.dir / "skills"
-        files = {
-            self.dir / "AGENT.md": "---\nagent_code: notes\nskills: [notes.keeper]\n---\n# Mission\nKeep notes.\n",
-            skills / "keeper" / "SKILL.md": "---\nname: keeper\nskill_key: notes.keeper\ndescription: Notes.\n"
-            f"tools: [{', '.join(TOOLS)}]\n---\nManual.\n",
-        }
-        for name, result in RESULTS.items():
-            folder = skills / name
-            files[folder / "SKILL.md"] = f"---\nname: {name}\ndescription: tool {name}\nexec: {{timeout: 0.5}}\n---\n"
-            files[folder / "handler.py"] = textwrap.dedent(HANDLER).format(log=str(self.log), name=name, result=result)
-            files[folder / "schema.json"] = json.dumps({"type": "object", **SCHEMAS[name]})
-        write_files(files)
-        self.contract(CONTRACT)
+    FOLDER = "notes_agent"
+    AGENT_MD = "---\nagent_code: notes\nskills: [notes.keeper]\n---\n# Mission\nKeep notes.\n"
+    KEEPER_MD = "---\nname: keeper\nskill_key: notes.keeper\ndescription: Notes.\ntools: [{tools}]\n---\nManual.\n"
+    HANDLER, RESULTS, SCHEMAS, CONTRACT, TOOLS = HANDLER, RESULTS, SCHEMAS, CONTRACT, TOOLS
+    UID_LENGTH = 12
+    ENSURE_ASCII = True
 
-    def sid(self, name: str) -> str:
-        """A session id unique to this test (the database outlives the test)."""
-        return f"{name}-{self.uid}"
-
-    def contract(self, contract: dict[str, Any]) -> None:
-        (self.dir / "skills" / "keeper" / "contract.json").write_text(json.dumps(contract), encoding="utf-8")
-
-    def script(self, *turns: dict[str, Any]) -> str:
-        self.scripts += 1
-        path = self.root / f"turns{self.scripts}.yaml"
-        path.write_text(yaml.safe_dump({"turns": list(turns)}, allow_unicode=True), encoding="utf-8")
-        return f"script:{path}"
-
-    def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
-        rows = [json.loads(x) for x in self.log.read_text(encoding="utf-8").splitlines()] if self.log.exists() else []
-        return [r for r in rows if tool is None or r["tool"] == tool]
+    def schema(self, name: str) -> dict[str, Any]:
+        return {"type": "object", **SCHEMAS[name]}
 
 
 async def send_once(env: NotesAgent, message: str, *turns: dict[str, Any]) -> TurnResult:
