@@ -18,6 +18,7 @@ from support import agent_keeper as keeper_kit
 from support import agent_memo as memo_kit
 from support import agent_runtime as runtime_kit
 from support.agent_docs import APPROVAL_REQUIRED, ASK_SAVE, SAVE, DocsAgent, approve, assert_coded, store_of
+from support.agent_folder import age_checkpoint
 from support.agent_keeper import KeeperAgent
 from support.agent_memo import MemoAgent, Recorder, changed
 from support.agent_notes import CONTRACT, IDENTITY, NotesAgent, send_once
@@ -27,17 +28,6 @@ from support.agent_runtime import make_agent, script, tool
 pytestmark = needs_db
 
 
-async def _age_checkpoint(yard: SkillYard, session_id: str, seconds: float) -> None:
-    store = AgentStore(yard.database)
-    session = await store.load_session(session_id)
-    assert session is not None and session.node_id and session.task_id
-    node = await store.load_node(session.node_id)
-    task = await store.load_task(session.task_id)
-    assert node is not None and task is not None and node.checkpoint is not None
-    node.checkpoint.created_at -= seconds
-    await store.save_turn(node, task, session)
-
-
 async def set_session_value(session_id: str, key: str, value: Any) -> None:
     async with SkillYard() as yard:
         store = await store_of(yard)
@@ -45,20 +35,6 @@ async def set_session_value(session_id: str, key: str, value: Any) -> None:
         assert session is not None
         session.values[key] = value
         await store.save_session(session)
-
-
-async def age_checkpoint(session_id: str, seconds: float) -> None:
-    async with SkillYard() as yard:
-        store = await store_of(yard)
-        session = await store.load_session(session_id)
-        assert session is not None and session.node_id and session.task_id
-        node = await store.load_node(session.node_id)
-        task = await store.load_task(session.task_id)
-        assert node is not None and task is not None and node.checkpoint is not None
-        node.checkpoint.created_at -= seconds
-        if node.gated is not None:
-            node.gated.gated_at -= seconds
-        await store.save_turn(node, task, session)
 
 
 async def test_approval_required_mismatch_and_finish_need_target(notes_agent: NotesAgent):
@@ -165,7 +141,7 @@ async def test_the_default_reconfirm_after_is_24_hours(keeper_agent: KeeperAgent
         agent = await yard.agent(keeper_agent.dir, model=script)
         await agent.send(keeper_agent.sid(f"re{hours}"), "保存季度总结", identity=keeper_kit.IDENTITY)
     async with SkillYard() as yard:
-        await _age_checkpoint(yard, keeper_agent.sid(f"re{hours}"), hours * 3600)
+        await age_checkpoint(keeper_agent.sid(f"re{hours}"), hours * 3600, yard=yard)
     async with SkillYard() as yard:  # a new process confirms
         agent = await yard.agent(keeper_agent.dir, model=script)
         turn = await agent.resume(keeper_agent.sid(f"re{hours}"), "CONFIRM")
@@ -392,7 +368,7 @@ async def test_an_expired_approval_asks_again_and_the_fresh_approval_runs_once(d
     async with SkillYard() as yard:
         agent = await yard.agent(docs_agent.dir, model=script)
         await agent.send(sid, ASK_SAVE, identity=docs_kit.IDENTITY)
-    await age_checkpoint(sid, 25 * 3600)
+    await age_checkpoint(sid, 25 * 3600, gated=True)
     async with SkillYard() as yard:
         agent = await yard.agent(docs_agent.dir, model=script)
         again = await agent.resume(sid, "CONFIRM")

@@ -22,26 +22,14 @@ from skillyard.agent.settings import (
     ModelSettings,
     parse_duration,
 )
-from skillyard.agent.store import AgentStore
 from skillyard.agent.turn import TurnResult
 from support import agent_desk as desk_kit
 from support import agent_runtime as runtime_kit
 from support.agent_desk import APPROVAL_REQUIRED, FINGERPRINT_TRIP, DeskAgent, run_cli
+from support.agent_folder import age_checkpoint
 from support.agent_memo import IDENTITY, MemoAgent, changed, last, run_builtin, send_once
 from support.agent_probes import call, codes, needs_db, no_traceback, say, skillyard_cli
 from support.agent_runtime import calls, make_agent, script, tool
-
-
-async def _age_checkpoint(session_id: str, seconds: float) -> None:
-    async with SkillYard() as yard:
-        store = AgentStore(yard.database)
-        session = await store.load_session(session_id)
-        assert session is not None and session.node_id and session.task_id
-        node = await store.load_node(session.node_id)
-        task = await store.load_task(session.task_id)
-        assert node is not None and task is not None and node.checkpoint is not None
-        node.checkpoint.created_at -= seconds
-        await store.save_turn(node, task, session)
 
 
 def _passport_contract(c: dict[str, Any]) -> None:
@@ -92,7 +80,7 @@ async def test_reconfirm_after_from_the_settings(
     async with SkillYard() as yard:
         agent = await yard.agent(memo_agent.dir, model=script)
         await agent.send(session, "发备忘：开会", identity=IDENTITY)
-    await _age_checkpoint(session, age_minutes * 60)
+    await age_checkpoint(session, age_minutes * 60)
     async with SkillYard() as yard:
         agent = await yard.agent(memo_agent.dir, model=script)
         turn = await agent.resume(session, "CONFIRM")

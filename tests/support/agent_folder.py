@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 
 import yaml
 
+from skillyard import SkillYard
+from skillyard.agent.store import AgentStore
 from support.agent_probes import write_files
 
 
@@ -77,3 +79,23 @@ class AgentFolder:
             return []
         rows = [json.loads(x) for x in self.log.read_text(encoding="utf-8").splitlines()]
         return [r for r in rows if tool is None or r["tool"] == tool]
+
+
+async def age_checkpoint(
+    session_id: str, seconds: float, *, yard: SkillYard | None = None, gated: bool = False
+) -> None:
+    """Move the checkpoint of the session's open node ``seconds`` into the past (with ``gated``, the gated write's
+    approval time too), in ``yard`` or in a SkillYard of its own."""
+    if yard is None:
+        async with SkillYard() as own:
+            return await age_checkpoint(session_id, seconds, yard=own, gated=gated)
+    store = AgentStore(yard.database)
+    session = await store.load_session(session_id)
+    assert session is not None and session.node_id and session.task_id
+    node = await store.load_node(session.node_id)
+    task = await store.load_task(session.task_id)
+    assert node is not None and task is not None and node.checkpoint is not None
+    node.checkpoint.created_at -= seconds
+    if gated and node.gated is not None:
+        node.gated.gated_at -= seconds
+    await store.save_turn(node, task, session)
