@@ -1,13 +1,21 @@
-"""What the agent runtime's probe files share (tests/test_agent_conformance*.py, tests/test_agent_scripted.py): the
-scripted model's turns — a tool call, several calls, a text reply, a finish — the codes of a turn's observations and
-the marker of a test that needs the database."""
+"""What the agent runtime's tests share (tests/agent/**): the scripted model's turns — a tool call, several calls, a
+text reply, a finish — the codes of a turn's observations, the marker of a test that needs the database, writing an
+agent folder, and ``skillyard …`` on the command line (in-process, or in a real process)."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import subprocess
+import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from skillyard.agent.turn import TurnResult
 
@@ -43,3 +51,50 @@ def write_files(files: dict[Path, str]) -> None:
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+
+
+def skillyard_cli(
+    *args: str, extra_env: dict[str, str] | None = None, cwd: Path | None = None, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``skillyard ARGS``: its exit code, stdout and stderr.
+
+    In-process on the click group, as ``skillyard.cli.main()`` runs it: a ``SkillyardError`` becomes ``Error: …`` and
+    exit 2, any other exception its traceback on stderr and exit 1 (as Python prints it). ``extra_env`` is added to
+    the environment and ``cwd`` is the working directory for the call only. From a running event loop (an async
+    test) the command runs in a worker thread, because the agent commands start their own loop.
+
+    ``process=True`` runs ``python -m skillyard`` in a real process instead: for the probes whose subject is the
+    process itself (a skill that kills it mid-call, logging to stderr, the entry point's exit code)."""
+    if process:
+        environ = {**os.environ, **(extra_env or {})}
+        command = [sys.executable, "-m", "skillyard", *args]
+        return subprocess.run(command, capture_output=True, text=True, env=environ, cwd=cwd, timeout=120)
+
+    def invoke() -> subprocess.CompletedProcess[str]:
+        from skillyard.cli import cli
+        from skillyard.errors import SkillyardError
+        from skillyard.plugins import load_plugins
+
+        if "agent" not in cli.commands:  # plugin commands are added by main() (the hook is idempotent)
+            load_plugins().hook.register_commands(cli=cli)
+        with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+            result = CliRunner().invoke(cli, list(args), env=extra_env)
+        code, stderr, error = result.exit_code, result.stderr, result.exception
+        if error is not None and not isinstance(error, SystemExit):
+            if isinstance(error, SkillyardError):
+                code, stderr = 2, f"{stderr}Error: {error}\n"
+            else:
+                code, stderr = 1, stderr + "".join(traceback.format_exception(error))
+        return subprocess.CompletedProcess(["skillyard", *args], code, result.stdout, stderr)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return invoke()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(invoke).result()
+
+
+def no_traceback(result: subprocess.CompletedProcess[str]) -> bool:
+    """No Python traceback anywhere in the output."""
+    return "Traceback" not in result.stdout + result.stderr
