@@ -78,7 +78,7 @@ def make_skills(root: Path) -> None:
 
 
 def node_context(yard: SkillYard, skill: ContractSkill) -> NodeContext:
-    """A fresh node (no evidence, no fingerprint) of a fresh task, as tests/test_agent_chain.py builds one."""
+    """A fresh node (no evidence, no fingerprint) of a fresh task, as tests/agent/conftest.py builds one."""
     return NodeContext(
         yard=yard,
         skill=skill,

@@ -18,8 +18,6 @@ from skillyard.agent.contract_parse import parse_contract
 from skillyard.agent.loader import ContractSkill, load_contract_skill
 from skillyard.agent.settings import AgentSettings
 from skillyard.agent.state import NodeState, SessionState, TaskState
-from skillyard.cli import cli
-from skillyard.plugins import load_plugins
 from support.agent_chain import (
     BASE_CONTRACT,
     FIND,
@@ -43,14 +41,6 @@ from support.agent_memo import MemoAgent
 from support.agent_models import ChatServer
 from support.agent_notes import NotesAgent
 from support.local_http import serve
-
-
-@pytest.fixture(scope="session", autouse=True)
-def agent_commands() -> None:
-    """``skillyard agent …`` on the click group for CliRunner: ``skillyard.cli.main()`` adds the plugin commands, so
-    register them here once (guarded: only when the group has no ``agent`` command yet)."""
-    if "agent" not in cli.commands:
-        load_plugins().hook.register_commands(cli=cli)
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from click.testing import CliRunner
 
 from skillyard.cli import cli
 from skillyard.cli import cli as cli_main
-from skillyard.plugins import load_plugins
 from support import agent_check as check_kit
 from support import agent_contract_probes as probes_kit
 from support import agent_desk as desk_kit
@@ -1012,7 +1011,6 @@ def test_cli_run_and_resume(tmp_path: Path) -> None:
         tool("builtin_node_approval", summary="保存笔记", toolName="saveNote"),
         tool("builtin_node_finish", output="完成"),
     )
-    load_plugins().hook.register_commands(cli=cli_main)
     runner = CliRunner()
     first = runner.invoke(
         cli_main,

@@ -58,10 +58,11 @@ def skillyard_cli(
 ) -> subprocess.CompletedProcess[str]:
     """``skillyard ARGS``: its exit code, stdout and stderr.
 
-    In-process on the click group, as ``skillyard.cli.main()`` runs it: a ``SkillyardError`` becomes ``Error: …`` and
-    exit 2, any other exception its traceback on stderr and exit 1 (as Python prints it). ``extra_env`` is added to
-    the environment and ``cwd`` is the working directory for the call only. From a running event loop (an async
-    test) the command runs in a worker thread, because the agent commands start their own loop.
+    In-process on the click group, as ``skillyard.cli.main()`` runs it (the group turns a ``SkillyardError`` into
+    ``Error: …`` and exit 2); any other exception is its traceback on stderr and exit 1 (as Python prints it).
+    ``extra_env`` is added to the environment and ``cwd`` is the working directory for the call only. From a
+    running event loop (an async test) the command runs in a worker thread, because the agent commands start
+    their own loop.
 
     ``process=True`` runs ``python -m skillyard`` in a real process instead: for the probes whose subject is the
     process itself (a skill that kills it mid-call, logging to stderr, the entry point's exit code)."""
@@ -72,19 +73,12 @@ def skillyard_cli(
 
     def invoke() -> subprocess.CompletedProcess[str]:
         from skillyard.cli import cli
-        from skillyard.errors import SkillyardError
-        from skillyard.plugins import load_plugins
 
-        if "agent" not in cli.commands:  # plugin commands are added by main() (the hook is idempotent)
-            load_plugins().hook.register_commands(cli=cli)
         with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
             result = CliRunner().invoke(cli, list(args), env=extra_env)
         code, stderr, error = result.exit_code, result.stderr, result.exception
         if error is not None and not isinstance(error, SystemExit):
-            if isinstance(error, SkillyardError):
-                code, stderr = 2, f"{stderr}Error: {error}\n"
-            else:
-                code, stderr = 1, stderr + "".join(traceback.format_exception(error))
+            code, stderr = 1, stderr + "".join(traceback.format_exception(error))
         return subprocess.CompletedProcess(["skillyard", *args], code, result.stdout, stderr)
 
     try:
