@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from ..cli.output import print_table
 from ..errors import SkillyardError
 
 _TOOL_IN_PATH = re.compile(r'^tools(?:\.([A-Za-z_][A-Za-z0-9_]*)|\["([^"]+)"\])')
@@ -94,11 +95,7 @@ def check_cmd(agent_dir: Path, skills_dirs: tuple[Path, ...], as_json: bool) -> 
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
     elif rows:
         headers = ["severity", "skill", "tool", "rule", "path", "message"]
-        table = [[str(r[h]) for h in headers] for r in rows]
-        widths = [max(len(line[i]) for line in [headers, *table]) for i in range(len(headers) - 1)]
-        for line in [headers, *table]:
-            cells = [c.ljust(w) for c, w in zip(line, widths, strict=False)]
-            click.echo("  ".join([*cells, line[-1]]).rstrip())
+        print_table([[r[h] for h in headers] for r in rows], headers)
     if not as_json:
         errors = sum(r["severity"] == "error" for r in rows)
         click.echo(f"{agent_dir}: {errors} error(s), {len(rows) - errors} warning(s)", err=failed)
