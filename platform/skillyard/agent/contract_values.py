@@ -18,7 +18,7 @@ from .contract import EntitySpec, SourceType
 from .expressions import PLATFORM_FIELDS, Expression, ExpressionError, Prefix, parse_expression
 
 E = TypeVar("E", bound=StrEnum)
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True)

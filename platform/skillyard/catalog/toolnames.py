@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-TOOL_NAME_RX = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+TOOL_NAME_RX = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")  # \Z, not $: "$" also matches before a final newline
 MAX_LEN = 64
 FANOUT_SEP = "__"
 

@@ -41,7 +41,7 @@ PATH_FIELDS = (
 #: Fields holding code or instructions, where attachment references are replaced inside the text.
 CODE_FIELDS = frozenset({"code", "command", "script", "cmd", "instruction", "shell", "bash"})
 #: An attachment reference id as the model sees it in the material list.
-REF_ID = re.compile(r"^(?:img|video|audio|file)_[0-9]+$")
+REF_ID = re.compile(r"\A(?:img|video|audio|file)_[0-9]+\Z")
 
 # A reference inside text is a whole token: not part of a longer identifier (img_10, my_img_1x), a file name
 # (img_1.png, .img_1) or a path component (out/img_1/). Non-ASCII letters are boundaries, so "把img_1转成" matches.

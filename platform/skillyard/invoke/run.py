@@ -50,7 +50,7 @@ def file_clock_ns() -> int:
     return time.time_ns()
 
 
-SAFE_SESSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+SAFE_SESSION = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}\Z")  # \Z, not $: "victim\n" is no safe name
 
 
 @dataclass
