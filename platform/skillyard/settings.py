@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,24 @@ def _float_env(name: str, default: float, *, zero_ok: bool = False) -> float:
     return number
 
 
+_SIZE = re.compile(r"\A\s*([0-9]+(?:\.[0-9]+)?)\s*([KMG]i?B?)?\s*\Z", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def _size_env(name: str, default: int) -> int:
+    """A size in bytes from the environment: a whole number of bytes, or with a KB / MB / GB suffix (1024-based)."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    match = _SIZE.match(value)
+    size = int(float(match.group(1)) * _UNITS[(match.group(2) or "")[:1].upper()]) if match else 0
+    if size <= 0:
+        raise SkillyardError(
+            f"{name}={value!r} must be a size above zero: bytes, or with KB, MB or GB (e.g. {name}=16MB)"
+        )
+    return size
+
+
 def _flag_env(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
@@ -41,6 +60,8 @@ class Settings:
     rescan_interval: float = 0.0
     allow_private_urls: bool = False
     max_download_bytes: int = 200 * 1024 * 1024
+    stdout_limit: int = 16 * 1024 * 1024  # what a subprocess skill may print before it is stopped
+    stderr_tail: int = 64 * 1024  # how much of a subprocess skill's stderr is kept (the end of it)
     secret_key: str | None = field(default=None, repr=False)
 
     @classmethod
@@ -56,6 +77,8 @@ class Settings:
             rescan_interval=_float_env("SKILLYARD_RESCAN_INTERVAL", 0.0, zero_ok=True),
             allow_private_urls=_flag_env("SKILLYARD_ALLOW_PRIVATE_URLS"),
             max_download_bytes=int(_float_env("SKILLYARD_MAX_DOWNLOAD_MB", 200.0) * 1024 * 1024),
+            stdout_limit=_size_env("SKILLYARD_STDOUT_LIMIT", 16 * 1024 * 1024),
+            stderr_tail=_size_env("SKILLYARD_STDERR_TAIL", 64 * 1024),
             secret_key=os.environ.get("SKILLYARD_SECRET_KEY") or None,
         )
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..catalog.code import ENTRY_NAMES
 from ..hookspecs import hookimpl
 from .loader import load_entry_module
-from .subprocess import run_subprocess
+from .subprocess import OutputLimits, run_subprocess
 
 if TYPE_CHECKING:
     from ..catalog.skill import Skill
@@ -63,12 +63,12 @@ class InProcessExecutor:
 
     async def run(self, skill: Skill, input: dict[str, Any], ctx: dict[str, Any], *, yard: Any) -> Any:
         if skill.exec.python_cli:
-            return await run_subprocess(skill, input, ctx)
+            return await run_subprocess(skill, input, ctx, limits=OutputLimits.of(yard))
         try:
             return await self._call(skill, input, ctx)
         except SystemExit:  # also from importing: module-level argparse exits before any entry runs
             log.info("skill %r raised SystemExit in-process; running it as a CLI subprocess", skill.name)
-            return await run_subprocess(skill, input, ctx, force_python_cli=True)
+            return await run_subprocess(skill, input, ctx, force_python_cli=True, limits=OutputLimits.of(yard))
 
     async def _call(self, skill: Skill, input: dict[str, Any], ctx: dict[str, Any]) -> Any:
         entry = _entry(skill)

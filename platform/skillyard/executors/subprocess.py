@@ -13,7 +13,8 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,8 @@ BASE_ENV = ("PATH", "HOME", "LANG", "TMPDIR")
 #: honour where the host keeps its toolchain and modules. These pass through for GO skills only; they name
 #: directories and toolchain choices, not credentials.
 GO_TOOLCHAIN_ENV = ("GOCACHE", "GOPATH", "GOMODCACHE", "GOROOT", "GOFLAGS", "GOPROXY", "GOTOOLCHAIN", "XDG_CACHE_HOME")
-STDERR_TAIL = 2000
+STDERR_TAIL = 2000  # of the kept stderr, what a failure envelope quotes
+_CHUNK = 1 << 16
 
 INTERPRETERS: dict[str, list[str]] = {
     "PYTHON": [sys.executable],
@@ -147,11 +149,63 @@ def _spec_problem(skill: Skill, python_cli: bool) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class OutputLimits:
+    """How much of a subprocess's output the host holds: stdout up to a cap (more stops the run), stderr's tail."""
+
+    stdout: int = 16 * 1024 * 1024
+    stderr_tail: int = 64 * 1024
+
+    @classmethod
+    def of(cls, yard: Any) -> OutputLimits:
+        settings = getattr(yard, "settings", None)
+        if settings is None:
+            return cls()
+        return cls(settings.stdout_limit, settings.stderr_tail)
+
+
+async def _read_capped(stream: asyncio.StreamReader, cap: int, overflow: Callable[[], None]) -> bytes | None:
+    """Everything on ``stream``, or None (after calling ``overflow``) as soon as it passes ``cap`` bytes: never more
+    than the cap and one chunk in memory."""
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await stream.read(_CHUNK):
+        size += len(chunk)
+        if size > cap:
+            overflow()
+            while await stream.read(_CHUNK):  # drain what is left until the killed group closes the pipe
+                pass
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _read_tail(stream: asyncio.StreamReader, keep: int) -> tuple[bytes, int]:
+    """The last ``keep`` bytes of ``stream`` and how many it carried in all."""
+    tail = bytearray()
+    total = 0
+    while chunk := await stream.read(_CHUNK):
+        total += len(chunk)
+        tail += chunk
+        if len(tail) > keep:
+            del tail[: len(tail) - keep]
+    return bytes(tail), total
+
+
+def _describe_bytes(size: int) -> str:
+    return f"{size / 1024 / 1024:g} MB" if size >= 1024 * 1024 else f"{size / 1024:g} KB"
+
+
 async def run_subprocess(
-    skill: Skill, input: Mapping[str, Any], ctx: Mapping[str, Any], force_python_cli: bool = False
+    skill: Skill,
+    input: Mapping[str, Any],
+    ctx: Mapping[str, Any],
+    force_python_cli: bool = False,
+    limits: OutputLimits | None = None,
 ) -> Any:
     """Run the skill's process in its own process group. The group ends with the process: its exit, the wall clock
-    (cancellation) or the caller's abort signal kills whatever it left running."""
+    (cancellation), the caller's abort signal or too much output on stdout kills whatever it left running."""
+    limits = limits or OutputLimits()
     argv, binary = command_for(skill, force_python_cli)
     problem = _spec_problem(skill, force_python_cli)
     if problem:
@@ -200,7 +254,11 @@ async def run_subprocess(
             error_type="recoverable",
         )
     proc = asyncio.subprocess.Process(transport, protocol, loop)
-    output = asyncio.ensure_future(proc.communicate())
+    assert proc.stdout is not None and proc.stderr is not None
+    output = asyncio.gather(
+        _read_capped(proc.stdout, limits.stdout, lambda: _kill_group(proc)),
+        _read_tail(proc.stderr, limits.stderr_tail),
+    )
     exited = protocol.exited
     try:
         if abort is not None and not await _first_of(exited, abort):
@@ -211,15 +269,27 @@ async def run_subprocess(
         # The skill is over when its process is: what it left running in the background goes with it, instead of
         # outliving the run (or holding the output pipes open until the wall clock, when it kept them).
         _kill_group(proc)
-        stdout, stderr = await output
+        stdout, (stderr, stderr_size) = await output
     except asyncio.CancelledError:
         _kill_group(proc)
         await proc.wait()
         output.cancel()
         raise
     err_text = stderr.decode("utf-8", "replace")
+    if stderr_size > len(stderr):
+        log.info("[%s] (stderr: the last %d of %d bytes)", skill.name, len(stderr), stderr_size)
     for line in err_text.splitlines():
         log.info("[%s] %s", skill.name, line)
+    if stdout is None:
+        return failure(
+            skill.name,
+            f"skill {skill.name!r} was stopped: it wrote more than {_describe_bytes(limits.stdout)} to stdout "
+            "(SKILLYARD_STDOUT_LIMIT); have it write large results to a file in its workspace and print the path",
+            stdout_limit_exceeded=True,
+            error_type="recoverable",
+            non_retriable=True,
+            stderr_tail=err_text[-STDERR_TAIL:],
+        )
     out_text = stdout.decode("utf-8", "replace")
     if proc.returncode != 0:
         code, err_text = _program_exit(skill, proc.returncode, err_text)
@@ -290,7 +360,7 @@ class SubprocessExecutor:
     """Runs one subprocess exec type."""
 
     async def run(self, skill: Skill, input: dict[str, Any], ctx: dict[str, Any], *, yard: Any) -> Any:
-        return await run_subprocess(skill, input, ctx)
+        return await run_subprocess(skill, input, ctx, limits=OutputLimits.of(yard))
 
 
 @hookimpl
