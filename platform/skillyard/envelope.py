@@ -167,3 +167,22 @@ def is_empty(value: Any) -> bool:
     if isinstance(value, str):
         return not value.strip()
     return isinstance(value, (list, dict)) and not value
+
+
+#: Deepest nesting of objects and arrays an input, a schema or a contract may have: far more than real data needs,
+#: far less than the recursion limit of the readers that walk them (jsonschema, copy, json).
+MAX_NESTING = 64
+
+
+def nesting_problem(value: Any, limit: int = MAX_NESTING) -> str | None:
+    """The problem when ``value`` nests objects and arrays deeper than ``limit`` (measured without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return f"it is nested more than {limit} levels deep; flatten it"
+        if isinstance(node, dict):
+            stack.extend((child, depth + 1) for child in node.values() if isinstance(child, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((child, depth + 1) for child in node if isinstance(child, (dict, list)))
+    return None

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..envelope import MAX_NESTING, nesting_problem
 from ..secret_names import looks_secret
+from .schema_checks import reference_problem
 
 MAX_FANOUT = 45
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
@@ -123,20 +125,26 @@ def _normalize(schema: Any, where: str, warnings: list[str], owned: bool = False
     """Repair and check a schema; ``owned`` says it was just read from a file, so repairs need no copy."""
     if not isinstance(schema, dict):
         return copy.deepcopy(EMPTY_SCHEMA), f"{where}: the input schema must be a JSON object"
+    too_deep = nesting_problem(schema)  # before anything recursive reads it
+    if too_deep:
+        return copy.deepcopy(EMPTY_SCHEMA), f"{where}: {too_deep}"
     if not owned:
         schema = copy.deepcopy(schema)
     schema.setdefault("type", "object")
     if "properties" not in schema:
         schema["properties"] = {}
     error = _repair_properties(schema, where, warnings)
-    if error is None and not _plainly_valid(schema):
-        try:
-            import jsonschema  # only here: listing skills needs it, importing the plugins does not
+    if error is None and not _plainly_valid(schema):  # a flat schema has no $ref and is valid by construction
+        import jsonschema  # only here: listing skills needs it, importing the plugins does not
 
+        try:
             jsonschema.validators.validator_for(schema).check_schema(schema)
         except jsonschema.SchemaError as exc:
             path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
             error = f"{where}: not a valid JSON Schema at {path}: {exc.message}"
+        else:
+            problem = reference_problem(schema)
+            error = f"{where}: {problem}" if problem else None
     return schema, error
 
 
@@ -171,6 +179,8 @@ def load_schema_file(path: Path) -> tuple[Any, str | None]:
         return None, f"cannot read {path.name}: {exc.strerror}"
     except ValueError as exc:
         return None, f"{path.name} is not valid JSON: {exc}"
+    except RecursionError:
+        return None, f"{path.name} is nested too deeply to read (more than {MAX_NESTING} levels); flatten it"
 
 
 def build_schema_info(

@@ -22,10 +22,10 @@ def _validator(skill: Skill, sub: str | None) -> tuple[Any, FastCheck | None]:
     """The jsonschema validator of a skill (or subcommand) and its fast path, built once per Skill."""
     per_skill = _validators.setdefault(skill, {})
     if sub not in per_skill:
-        import jsonschema  # here, once per skill: the executors import this module, the CLI imports them
+        from .validation import input_validator  # here, once per skill: the CLI imports this module's importers
 
         schema = skill.schema.subcommands[sub] if sub else skill.schema.exposed
-        per_skill[sub] = (jsonschema.validators.validator_for(schema)(schema), compile_fast_check(schema))
+        per_skill[sub] = (input_validator(schema), compile_fast_check(schema))
     return per_skill[sub]
 
 
@@ -64,11 +64,15 @@ def prepare_input(
             )
     validator, fast = _validator(skill, sub if subs else None)
     checked = {k: v for k, v in data.items() if k != SUBCOMMAND} if SUBCOMMAND in data else data
-    if not (fast is not None and fast(checked)) and not validator.is_valid(checked):
-        from jsonschema.exceptions import best_match  # loaded by _validator already
+    if fast is not None and fast(checked):
+        error = None
+    else:
+        from .validation import first_error  # loaded with the validator
 
-        error = best_match(validator.iter_errors(checked))
-        assert error is not None
+        error, problem = first_error(validator, checked)
+        if problem:
+            return data, input_rejected(skill.name, problem, "")
+    if error is not None:
         field = next((str(p) for p in error.absolute_path), None)
         if field is None and error.validator in ("required", "additionalProperties") and "'" in error.message:
             field = str(error.message).split("'")[1]  # the missing or unexpected property

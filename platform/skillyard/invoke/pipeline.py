@@ -177,6 +177,9 @@ async def execute(
         input = {}
     if not isinstance(input, Mapping):
         raise InvalidInput(f"the input of {name!r} must be a JSON object, not {type(input).__name__}")
+    too_deep = env_mod.nesting_problem(input)  # before any step walks it recursively
+    if too_deep:
+        return env_mod.input_rejected(name, f"the input of {name!r} cannot be used: {too_deep}", "")
     resolved = yard.resolve(name)
     if resolved is None:
         if depth:
