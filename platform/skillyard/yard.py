@@ -251,19 +251,9 @@ class SkillYard:
         """Run a skill by name, alias or tool name; await it for the normalized envelope (a JSON-serializable dict).
 
         A plain method returning the pipeline's coroutine (one coroutine layer, not two: the agent's tool calls
-        come through here too); a context or turn of the wrong type is refused at once.
+        come through here too); a context or turn of the wrong type is refused when it is awaited.
         """
-        if context is not None and not isinstance(context, Mapping):
-            raise InvalidInput(
-                f"context must be a mapping such as {{'session_id': 's1'}}, not {type(context).__name__}"
-            )
-        if turn is not None and not isinstance(turn, Turn):
-            raise InvalidInput(f"turn must be a Turn from yard.new_turn(...), not {type(turn).__name__}")
-        if turn is None:
-            given = dict(context) if context else {}
-        else:
-            given = {"session_id": turn.session_id, "channel": turn.channel, **turn.context, **(context or {})}
-        return pipeline.execute(self, name, input, given, turn=turn)
+        return pipeline.execute(self, name, input, context, turn=turn)
 
     async def agent(self, agent_dir: str | os.PathLike[str], *, model: Any = None) -> Agent:
         """Load a contract-driven agent (docs/agents.md) and bind it to a model: see

@@ -164,15 +164,28 @@ async def _context(
     return ctx
 
 
+def _given(context: Any, turn: Any) -> dict[str, Any]:
+    """The runtime_context fields a caller gave: the turn's (session, channel, its context), then ``context``."""
+    if context is not None and not isinstance(context, Mapping):
+        raise InvalidInput(f"context must be a mapping such as {{'session_id': 's1'}}, not {type(context).__name__}")
+    if turn is None:
+        return dict(context) if context else {}
+    if not isinstance(turn, Turn):
+        raise InvalidInput(f"turn must be a Turn from yard.new_turn(...), not {type(turn).__name__}")
+    return {"session_id": turn.session_id, "channel": turn.channel, **turn.context, **(context or {})}
+
+
 async def execute(
     yard: SkillYard,
     name: str,
     input: Mapping[str, Any] | None,
-    given: Mapping[str, Any],
+    context: Mapping[str, Any] | None,
     turn: Turn | None = None,
     depth: int = 0,
 ) -> dict[str, Any]:
-    """Run a skill by name, alias or tool name and return its normalized envelope."""
+    """Run a skill by name, alias or tool name and return its normalized envelope. ``context`` holds the
+    runtime_context fields the caller gives (a turn adds its own first)."""
+    given = _given(context, turn)
     if input is None:
         input = {}
     if not isinstance(input, Mapping):
