@@ -13,7 +13,9 @@ import pytest
 from skillyard import SkillYard, SkillyardError
 from skillyard.settings import Settings
 
-SHELL = "name: {name}\ndescription: d\noffload: false\nexec:\n  primary:\n    type: INLINE_SHELL\n    command: {command}"
+SHELL = (
+    "name: {name}\ndescription: d\noffload: false\nexec:\n  primary:\n    type: INLINE_SHELL\n    command: {command}"
+)
 
 
 def shell_skill(make_skill, name: str, command: str) -> None:
@@ -67,7 +69,9 @@ def test_a_huge_stderr_keeps_only_its_tail(make_skill, skills_root, home):
 
 async def test_a_failure_quotes_the_end_of_stderr(make_skill, skills_root, monkeypatch):
     monkeypatch.setenv("SKILLYARD_STDERR_TAIL", "4KB")
-    shell_skill(make_skill, "fails", "head -c 50000 /dev/zero | tr '\\0' a >&2; echo >&2; echo the-real-cause >&2; exit 3")
+    shell_skill(
+        make_skill, "fails", "head -c 50000 /dev/zero | tr '\\0' a >&2; echo >&2; echo the-real-cause >&2; exit 3"
+    )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         envelope = await yard.run("fails", {})
     assert envelope["exit_code"] == 3 and "the-real-cause" in envelope["error"]

@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from ..catalog.http_spec import HttpSpecError, load_spec
 from ..envelope import failure, input_rejected
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_\-]+)\}")
 _VARIABLE = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 BODY_EXCERPT = 500
+MAX_REDIRECTS = 10
 
 
 class MissingUrlField(ValueError):
@@ -125,6 +126,60 @@ def _root_os_error(exc: BaseException) -> BaseException | None:
     return next(iter(specific or found), None)
 
 
+Origin = tuple[str, str, int | None]
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _host_fields(template: str) -> list[str]:
+    """The input fields a URL template puts into its scheme, host or port."""
+    scheme, sep, rest = template.partition("://")
+    return _PLACEHOLDER.findall(scheme + sep + rest.split("/", 1)[0] if sep else template.split("/", 1)[0])
+
+
+def literal_origin(template: str) -> Origin | None:
+    """Scheme, host and port of a URL template whose host the author wrote out, or None when the input fills it."""
+    if _host_fields(template):
+        return None
+    parts = urlsplit(template)
+    scheme = parts.scheme.lower()
+    return (scheme, (parts.hostname or "").lower(), parts.port or _DEFAULT_PORTS.get(scheme))
+
+
+def _origin_of(url: Any) -> Origin:
+    scheme = str(url.scheme).lower()
+    return (scheme, str(url.host).lower(), url.port or _DEFAULT_PORTS.get(scheme))
+
+
+async def _send(kwargs: dict[str, Any], origin: Origin | None, timeout: float, allow_private: bool) -> Any:
+    """Send the request, following redirects one by one. A host the skill's author wrote is connected to as is;
+    a host from the input, and every redirect that leaves the written host, goes through the SSRF guard of URL
+    materialization (public addresses only, unless SKILLYARD_ALLOW_PRIVATE_URLS=1)."""
+    import httpx
+
+    from ..outputs.address_guard import GuardedTransport
+
+    async with httpx.AsyncClient(timeout=timeout) as plain:
+        guarded: httpx.AsyncClient | None = None
+        try:
+            request = plain.build_request(**kwargs)
+            for _ in range(MAX_REDIRECTS + 1):
+                if origin is not None and _origin_of(request.url) == origin:
+                    client = plain
+                else:
+                    if guarded is None:
+                        guarded = httpx.AsyncClient(timeout=timeout, transport=GuardedTransport(allow_private))
+                    client = guarded
+                response = await client.send(request)
+                if not response.is_redirect or response.next_request is None:
+                    return response
+                await response.aclose()
+                request = response.next_request
+            raise httpx.TooManyRedirects(f"more than {MAX_REDIRECTS} redirects", request=request)
+        finally:
+            if guarded is not None:
+                await guarded.aclose()
+
+
 class HttpExecutor:
     """Sends the request; non-2xx is a failure envelope with the status and a body excerpt."""
 
@@ -142,9 +197,29 @@ class HttpExecutor:
         timeout = float(spec["request"].get("timeout", 30))
         import httpx  # here: importing the plugin must not cost the HTTP stack (the CLI imports it)
 
+        from ..outputs.address_guard import RefusedDestination
+
+        origin = literal_origin(spec["request"]["url"])
         try:
-            async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
-                response = await client.request(**kwargs)
+            response = await _send(kwargs, origin, timeout, yard.settings.allow_private_urls)
+        except RefusedDestination as exc:
+            if origin is None:  # the host came from the input: the caller can send another
+                fields = _host_fields(spec["request"]["url"])
+                message = f"HTTP skill {skill.name!r} refused the address from its input: {exc}"
+                return input_rejected(skill.name, message, fields[0] if fields else "")
+            return failure(
+                skill.name,
+                f"HTTP skill {skill.name!r} was redirected away from {origin[1]} and refused: {exc}",
+                refused_destination=True,
+                error_type="recoverable",
+                non_retriable=True,
+            )
+        except httpx.TooManyRedirects:
+            return failure(
+                skill.name,
+                f"HTTP skill {skill.name!r}: more than {MAX_REDIRECTS} redirects from {kwargs['url'].split('?')[0]}",
+                error_type="transient",
+            )
         except httpx.TransportError as exc:
             cause = _root_os_error(exc)
             kind = cause.__class__.__name__ if cause else exc.__class__.__name__

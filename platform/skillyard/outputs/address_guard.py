@@ -5,11 +5,12 @@ checked, and the socket is opened to a checked address, never to the name. The s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import ipaddress
 import socket
 import ssl
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 import httpcore
@@ -138,6 +139,37 @@ class _LargeReads(httpcore.AsyncNetworkStream):
         return self._inner.get_extra_info(info)
 
 
+#: httpcore's errors and the httpx errors its own transport raises for them, most specific first.
+_HTTPX_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.ProxyError, httpx.ProxyError),
+)
+
+
+@contextlib.contextmanager
+def _httpx_errors(request: httpx.Request) -> Iterator[None]:
+    """Raise httpcore's errors as the httpx errors callers catch, as httpx's own transport does."""
+    try:
+        yield
+    except Exception as exc:
+        for core, mapped in _HTTPX_ERRORS:
+            if isinstance(exc, core):
+                raise mapped(str(exc), request=request) from exc
+        raise
+
+
 class GuardedTransport(httpx.AsyncBaseTransport):
     """httpx over an httpcore pool that connects through :class:`_CheckedBackend` (httpx's own transport takes no
     network backend)."""
@@ -152,19 +184,20 @@ class GuardedTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        response = await self._pool.handle_async_request(
-            httpcore.Request(
-                method=request.method,
-                url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
-                headers=request.headers.raw,
-                content=request.stream,
-                extensions=request.extensions,
+        with _httpx_errors(request):
+            response = await self._pool.handle_async_request(
+                httpcore.Request(
+                    method=request.method,
+                    url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+                    headers=request.headers.raw,
+                    content=request.stream,
+                    extensions=request.extensions,
+                )
             )
-        )
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
-            stream=_ResponseStream(response),
+            stream=_ResponseStream(response, request),
             extensions=response.extensions,
         )
 
@@ -173,12 +206,14 @@ class GuardedTransport(httpx.AsyncBaseTransport):
 
 
 class _ResponseStream(httpx.AsyncByteStream):
-    def __init__(self, response: httpcore.Response) -> None:
+    def __init__(self, response: httpcore.Response, request: httpx.Request) -> None:
         self._response = response
+        self._request = request
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._response.aiter_stream():
-            yield chunk
+        with _httpx_errors(self._request):
+            async for chunk in self._response.aiter_stream():
+                yield chunk
 
     async def aclose(self) -> None:
         await self._response.aclose()
