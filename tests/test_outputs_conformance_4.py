@@ -424,8 +424,9 @@ return {{"ok": True, "images": ["innocent.png"]}}
     assert await listed(session) == []
 
 
-async def test_an_absolute_declared_path_outside_the_workspace_is_registered(db_env, make_skill, yard_for, tmp_path):
-    """docs: "An absolute path may point anywhere but into another session's workspace"."""
+async def test_an_absolute_declared_path_outside_the_workspace_is_refused(db_env, make_skill, yard_for, tmp_path):
+    """Hardening issue: "register only files inside the session's workspace; a declared file elsewhere is refused
+    with a warning in the envelope" (it was registered before: /etc/passwd became downloadable)."""
     target = tmp_path / "exports" / "report.pdf"
     target.parent.mkdir()
     target.write_bytes(b"%PDF-1.4 report")
@@ -433,11 +434,13 @@ async def test_an_absolute_declared_path_outside_the_workspace_is_registered(db_
     session = sid("absout")
     async with yard_for() as yard:
         env = await yard.run(
-            "writer", {"result": {"ok": True, "files": [{"local_path": str(target)}]}}, context={"session_id": session}
+            "writer",
+            {"result": {"ok": True, "files": [{"local_path": str(target)}, {"local_path": "/etc/passwd"}]}},
+            context={"session_id": session},
         )
-    assert env["files"][0]["ref"] == "file_1", env
-    [row] = await listed(session)
-    assert row["local_path"] == str(target.resolve()) and row["sha256"] == sha(b"%PDF-1.4 report")
+    assert env["ok"] is True and all("ref" not in f for f in env["files"]), env
+    assert sum("is outside the session's workspace" in w for w in env["warnings"]) == 2
+    assert await listed(session) == []
 
 
 async def test_a_file_older_than_the_run_is_not_collected(db_env, make_skill, yard_for, home):

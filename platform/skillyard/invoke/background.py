@@ -68,7 +68,7 @@ def dispatch_background(
         except Exception:  # the acknowledgement is already sent; make sure the failure is seen
             log.exception("background run of %r crashed", run.skill.name)
             envelope = {"ok": False, "error": f"{run.skill.name} crashed in the background"}
-        files = _artifact_items(envelope, Path(ctx["workspace_dir"]), yard.settings.workspaces_root)
+        files = _artifact_items(envelope, Path(ctx["workspace_dir"]))
         delivered = await yard.channels.deliver(ctx, _summary(envelope, run.skill.name), files)
         log.info("background run of %r finished (ok=%s, delivered=%s)", run.skill.name, envelope.get("ok"), delivered)
 
@@ -82,13 +82,13 @@ def dispatch_background(
     }
 
 
-def _artifact_items(envelope: dict[str, Any], workspace: Path, workspaces_root: Path) -> list[dict[str, Any]]:
+def _artifact_items(envelope: dict[str, Any], workspace: Path) -> list[dict[str, Any]]:
     """The declared artifacts whose file exists, read as registration reads them: a channel is never handed a path
-    to nothing, nor into another session's workspace."""
+    to nothing, nor to a file outside the run's workspace."""
     from ..outputs.artifacts import declared_artifacts, existing_file
 
     return [
         dict(item)
         for item, _ in declared_artifacts(envelope)
-        if existing_file(item.get("local_path"), workspace, workspaces_root) is not None
+        if existing_file(item.get("local_path"), workspace) is not None
     ]

@@ -3,6 +3,8 @@ workspace root are collected as a fallback. Intermediate files belong in subdire
 
 from __future__ import annotations
 
+import asyncio
+import filecmp
 import os
 import re
 from pathlib import Path
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..envelope import add_warning
 from ..storage.attachments import NewAttachment, describe_file
 from .media import media_type
-from .safe_write import resolve_in_workspace
+from .safe_write import resolve_in_workspace, safe_copy
 
 if TYPE_CHECKING:
     from ..invoke.run import Run
@@ -26,25 +28,66 @@ _ASKED_FOR_CODE = re.compile(
 )  # whole English words ("description" or "transcript" asks for no script), also right next to Chinese text
 
 
-def existing_file(value: Any, workspace: Path, workspaces_root: Path) -> Path | None:
-    """The resolved file a declared ``local_path``/``filename`` names, or None.
+def existing_file(value: Any, workspace: Path) -> Path | None:
+    """The resolved file inside ``workspace`` a declared ``local_path``/``filename`` names, or None.
 
     A relative value is read inside the workspace and must stay there (no ``..`` or symlink out of it); an absolute
-    value may be anywhere except another session's workspace.
+    value must lie in the workspace too: a result can name any path, and a registered file is served to the session.
     """
     if not _names_a_path(value) or not _is_utf8(value):
         return None
     try:
         if os.path.isabs(value):
             path = Path(value).resolve()
-            root, own = workspaces_root.resolve(), workspace.resolve()
-            if path.is_relative_to(root) and not path.is_relative_to(own):
+            if not path.is_relative_to(workspace.resolve()):
                 return None
         else:
             path = resolve_in_workspace(workspace, value)
         return path if path.is_file() else None
     except (OSError, ValueError):  # UnsafePath is a ValueError
         return None
+
+
+def _outside_file(value: Any, workspace: Path) -> Path | None:
+    """A file a declared absolute path names outside the workspace (None: no such file, or it is inside)."""
+    if not _names_a_path(value) or not _is_utf8(value) or not os.path.isabs(value):
+        return None
+    try:
+        path = Path(value).resolve()
+        return path if path.is_file() and not path.is_relative_to(workspace.resolve()) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _copy_of_skill_file(source: Path, workspace: Path) -> Path:
+    """The file of the skill's own folder, copied into the workspace (an identical earlier copy is reused)."""
+    existing = workspace / source.name
+    if existing.is_file() and filecmp.cmp(existing, source, shallow=False):
+        return existing.resolve()
+    return safe_copy(workspace, source.name, source)
+
+
+async def _declared_file(item: dict[str, Any], key: str, workspace: Path, skill_dir: Path) -> tuple[Path | None, str]:
+    """The workspace file a declared path names, or why none is registered: a file inside the skill's own folder
+    is copied into the workspace; any other file outside the workspace is refused ("" when nothing was named)."""
+    value = item.get(key)
+    path = existing_file(value, workspace)
+    if path is not None:
+        return path, ""
+    outside = _outside_file(value, workspace)
+    if outside is None:
+        return None, ""
+    if outside.is_relative_to(skill_dir.resolve()):
+        try:
+            copy = await asyncio.to_thread(_copy_of_skill_file, outside, workspace)
+        except (OSError, ValueError) as exc:
+            return None, f"{value} was not registered: copying it from the skill's folder failed ({exc})"
+        item[key] = str(copy)  # the item now names the copy it is registered as
+        return copy, ""
+    return None, (
+        f"{value} was not registered as an artifact: it is outside the session's workspace; write result files "
+        "into runtime_context['workspace_dir']"
+    )
 
 
 def _is_utf8(name: str) -> bool:
@@ -96,12 +139,13 @@ async def register_artifacts(envelope: dict[str, Any], run: Run) -> dict[str, An
     if not declared:
         return envelope
     workspace = Path(run.context["workspace_dir"])
-    root = run.yard.settings.workspaces_root
     pending: list[tuple[dict[str, Any], NewAttachment]] = []
     for item, default_media in declared:
-        path = existing_file(item.get("local_path"), workspace, root)
-        if path is None and item is envelope:
-            path = existing_file(item.get("filename"), workspace, root)
+        path, refused = await _declared_file(item, "local_path", workspace, run.skill.dir)
+        if path is None and not refused and item is envelope:
+            path, refused = await _declared_file(item, "filename", workspace, run.skill.dir)
+        if refused:
+            add_warning(envelope, refused)
         if path is None:
             continue
         stated = item.get("media")

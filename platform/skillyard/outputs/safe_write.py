@@ -10,6 +10,7 @@ import errno
 import hashlib
 import os
 import secrets
+import shutil
 from collections.abc import AsyncIterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -90,6 +91,22 @@ def safe_write(
             file.flush()
             os.fdatasync(file.fileno())
         return _publish(temp, target, overwrite=overwrite)
+    except BaseException:
+        _discard(temp)
+        raise
+
+
+def safe_copy(workspace: Path, relative: str | os.PathLike[str], source: Path) -> Path:
+    """:func:`safe_write` of a copy of the file ``source`` (streamed, never whole in memory); the path written."""
+    target = _file_target(workspace, relative)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = _open_temp(target)
+    try:
+        with open(fd, "wb") as file, source.open("rb") as original:
+            shutil.copyfileobj(original, file, 1 << 20)
+            file.flush()
+            os.fdatasync(file.fileno())
+        return _publish(temp, target, overwrite=False)
     except BaseException:
         _discard(temp)
         raise
