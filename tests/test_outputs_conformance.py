@@ -1127,5 +1127,6 @@ async def test_relative_artifact_name_with_dotdot_does_not_register_files_outsid
         turn = yard.new_turn(session_id="esc-1", channel="web")
         a = await yard.run("namer", {"name": "../../secret.txt"}, turn=turn)
         b = await yard.run("lister", {"name": "../victim-2/private.pdf"}, turn=turn)
-    assert "ref" not in a and "ref" not in b["files"][0]
+    # since the hardening issue such input is refused before the skill runs (it names a file under SKILLYARD_HOME)
+    assert "ref" not in a and "ref" not in (b.get("files") or [{}])[0]
     assert turn.artifacts == []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -12,7 +11,7 @@ from urllib.parse import quote, urlsplit
 from ..catalog.http_spec import HttpSpecError, load_spec
 from ..envelope import failure, input_rejected
 from ..hookspecs import hookimpl
-from ..invoke.context import config_value
+from ..invoke.context import config_value, host_env
 
 if TYPE_CHECKING:
     from ..catalog.skill import Skill
@@ -40,7 +39,7 @@ def _lookup(name: str, configs: Mapping[str, Any], declared: frozenset[str]) -> 
     if configured is not None:
         return configured
     if name in declared:
-        return os.environ.get(name, "")
+        return host_env(name) or ""
     raise HttpSpecError(
         f"a header uses ${{{name}}}, which is neither in the skill's configs nor declared in "
         "metadata.openclaw.requires.env / primaryEnv; declare it there"

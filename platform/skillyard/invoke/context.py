@@ -206,10 +206,18 @@ def config_value(name: str, configs: Mapping[str, Any]) -> str | None:
     return None
 
 
+def host_env(name: str) -> str | None:
+    """A variable of the host's environment a skill declared, or None: never one of skillyard's own ``SKILLYARD_*``
+    (the master key, the database URL), whatever the skill declares."""
+    if name.upper().startswith("SKILLYARD_"):
+        return None
+    value = os.environ.get(name, "")
+    return value if value.strip() else None
+
+
 def credential_value(name: str, configs: Mapping[str, Any]) -> str | None:
-    """A declared credential: configs first, then the host environment (§5.2)."""
+    """A declared credential: configs first, then the host environment (§5.2; never ``SKILLYARD_*``)."""
     found = config_value(name, configs)
     if found is not None:
         return found
-    env = os.environ.get(name, "")
-    return env if env.strip() else None
+    return host_env(name)

@@ -21,7 +21,14 @@ from .budget import DEFAULT_SESSION, Turn
 from .calls import make_call_skill
 from .context import base_context, credential_value, effective_configs, inject_configs
 from .inputs import SUBCOMMAND, prepare_input
-from .paths import PATH_FIELDS, InputPathError, apply_raw_prompt, normalize_paths, substitute_refs
+from .paths import (
+    PATH_FIELDS,
+    InputPathError,
+    apply_raw_prompt,
+    normalize_paths,
+    refuse_home_paths,
+    substitute_refs,
+)
 from .run import Run, check_session_id
 
 if TYPE_CHECKING:
@@ -256,10 +263,12 @@ def _place_files(
     refs = {a["ref"]: a["local_path"] for a in ctx["attachments"] if a.get("ref") and a.get("local_path")}
     if refs:
         data = substitute_refs(data, refs)
-    if PATH_FIELDS.isdisjoint(data):
-        return data, None
+    workspace = Path(ctx["workspace_dir"])
     try:
-        return normalize_paths(data, Path(ctx["workspace_dir"]), yard.settings.workspaces_root), None
+        if not PATH_FIELDS.isdisjoint(data):
+            data = normalize_paths(data, workspace, yard.settings.workspaces_root)
+        refuse_home_paths(data, workspace, yard.settings.home)
+        return data, None
     except InputPathError as exc:
         return data, env_mod.input_rejected(skill.name, str(exc), exc.field)
 
