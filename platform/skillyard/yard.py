@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -22,6 +23,7 @@ from .invoke.background import BackgroundRuns
 from .invoke.budget import Turn
 from .invoke.run import check_session_id
 from .outputs.media import media_type
+from .outputs.safe_write import remove_stale_temp_files
 from .plugins import await_me_maybe, load_plugins
 from .registry import Registries, collect_registries
 from .settings import Settings
@@ -99,11 +101,32 @@ class SkillYard:
     async def open(self) -> SkillYard:
         if not self._opened:
             self._opened = True
+            await asyncio.to_thread(self._sweep_temp_files)
             for result in self.pm.hook.startup(yard=self):
                 await await_me_maybe(result)
             if self.settings.rescan_interval > 0:
                 self._watcher = asyncio.get_running_loop().create_task(self._watch(self.settings.rescan_interval))
         return self
+
+    def _sweep_temp_files(self) -> None:
+        """Remove what killed processes left of unfinished writes in the workspaces (hidden ``.part`` files older
+        than any run's wall clock), at most once per wall clock across the processes sharing this home."""
+        older = max(self.settings.wall_clock, self.settings.subprocess_timeout)
+        root = self.settings.workspaces_root
+        marker = root / ".temp-files-swept"
+        try:
+            if time.time() - marker.stat().st_mtime < older:
+                return
+        except FileNotFoundError:
+            if not root.is_dir():
+                return
+        except OSError:
+            return
+        removed = remove_stale_temp_files(root, older)
+        if removed:
+            log.info("removed %d temp file(s) of unfinished writes under %s", removed, root)
+        with contextlib.suppress(OSError):
+            marker.touch()
 
     async def _watch(self, interval: float) -> None:
         """A long-running host picks up skill folders dropped in, changed or removed."""

@@ -9,8 +9,10 @@ import contextlib
 import errno
 import hashlib
 import os
+import re
 import secrets
 import shutil
+import time
 from collections.abc import AsyncIterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -19,6 +21,7 @@ MAX_UNIQUE_NAMES = 10_000
 # errno values of link(2) meaning "this filesystem has no hard links here": publish by O_EXCL instead.
 _NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV})
 _TEMP_NAME_BYTES = 64  # of the final name kept in the temp name, so ".name.<hex>.part" stays within NAME_MAX
+_TEMP_NAME = re.compile(r"\A\..*\.[0-9a-f]{8}\.part\Z", re.DOTALL)  # what _open_temp names its files
 _BATCH = 1 << 20  # bytes handed to the writing thread at a time
 _BACKLOG = 8 << 20  # waiting for the writing thread beyond this keeps memory bounded
 _WRITEBACK = 1 << 20  # streamed bytes after which the kernel is asked to start writing them to disk
@@ -237,6 +240,30 @@ def _open_temp(target: Path) -> tuple[int, Path]:
         except FileExistsError:
             continue
     raise FileExistsError(f"cannot find a free temp file name beside {target}")
+
+
+def remove_stale_temp_files(root: Path, older_than: float) -> int:
+    """Remove the hidden temp files of unfinished writes under ``root`` not touched for ``older_than`` seconds (a
+    process killed mid-write leaves them; no live write is that old); how many were removed. Symlinks are never
+    followed."""
+    cutoff = time.time() - older_than
+    removed = 0
+    pending = [root]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+                elif _TEMP_NAME.match(entry.name) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+            except OSError:
+                continue
+    return removed
 
 
 def _start_writeback(fd: int, offset: int, length: int) -> None:
