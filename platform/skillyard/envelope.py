@@ -119,6 +119,29 @@ def timed_out(skill: str, seconds: float) -> dict[str, Any]:
     )
 
 
+def blocked(skill: str, seconds: float, elapsed: float | None, sync: bool) -> dict[str, Any]:
+    """An in-process run past its wall clock that Python could not stop: an async handler that blocked the event
+    loop (every other run waited with it), or a sync handler whose worker thread runs on."""
+    if sync:
+        what = (
+            f"skill {skill!r} did not finish within its wall clock of {seconds:g} s; its sync handler runs in a "
+            "thread Python cannot stop, so it may still be running"
+        )
+    else:
+        what = (
+            f"skill {skill!r} blocked the event loop for {elapsed or seconds:.1f} s, past its wall clock of "
+            f"{seconds:g} s: its async handler called blocking code (time.sleep, blocking I/O), and every other run "
+            "waited meanwhile"
+        )
+    return failure(
+        skill,
+        f"{what}; blocking work belongs in a subprocess skill (a Python CLI handler), or await it (asyncio.to_thread)",
+        timed_out=True,
+        blocked=True,
+        error_type="transient",
+    )
+
+
 #: Envelope fields that carry text from the skill's process or peer, where a credential could leak.
 REDACTED_FIELDS = ("error", "stderr_tail", "body_excerpt", "user_message", "output")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
@@ -287,15 +288,26 @@ async def _execute(yard: SkillYard, run: Run) -> dict[str, Any]:
     seconds = _wall_clock(yard, skill, run.background)
     secrets = _secret_values(skill, ctx)
     deadline = asyncio.timeout(seconds)
+    started = time.monotonic()
     try:
         async with deadline:
             raw = await executor.run(skill, run.input, ctx, yard=yard)
-        envelope = env_mod.normalize(raw, skill.name)
+        elapsed = time.monotonic() - started
+        if in_process and seconds is not None and elapsed > seconds:  # it never gave the loop a chance to stop it
+            log.warning("skill %r blocked the event loop for %.1f s (wall clock %g s)", skill.name, elapsed, seconds)
+            envelope = env_mod.blocked(skill.name, seconds, elapsed, sync=False)
+        else:
+            envelope = env_mod.normalize(raw, skill.name)
     except TimeoutError as exc:
         if deadline.expired():
             assert seconds is not None  # only a deadline that was set can expire
             log.warning("skill %r stopped by its wall clock (%g s)", skill.name, seconds)
-            envelope = env_mod.timed_out(skill.name, seconds)
+            sync = in_process and not skill.code.entry_is_async
+            envelope = (
+                env_mod.blocked(skill.name, seconds, None, sync=True)
+                if sync
+                else env_mod.timed_out(skill.name, seconds)
+            )
         else:  # a TimeoutError the skill raised itself
             envelope = _crashed(skill, exc, secrets)
     except asyncio.CancelledError as exc:
