@@ -32,6 +32,7 @@ _FUNCTIONS: dict[str, ActionFunction] = {action.name: action.function for action
 
 
 async def execute(input_data: Any, runtime_context: Mapping[str, Any]) -> dict[str, Any]:
+    """Run one datatable action for the platform and answer with its §6.1 envelope (see the module docstring)."""
     try:
         request = normalize_request(input_data)
     except DispatchError as exc:

@@ -17,23 +17,17 @@ from skillyard.builtin_skills.datatable.structure import fields as structure_fie
 from skillyard.builtin_skills.datatable.structure import tables as structure_tables
 
 from skillyard import SkillYard
-from support.datatable import asyncpg_dsn, grant, make_table
+from support.datatable import asyncpg_dsn, grant, make_table, plain_role_dropped_afterwards
 
 
 @pytest.fixture
 async def pg_role(conn: asyncpg.Connection, schema: str, table: Any) -> AsyncIterator[str]:
     """A NOLOGIN non-superuser role with DML on the schema's tables."""
-    role = f"dt_perm_{uuid.uuid4().hex[:10]}"
-    await conn.execute(f'CREATE ROLE "{role}" NOLOGIN NOSUPERUSER NOBYPASSRLS')
-    await conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
-    await conn.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
-    await conn.execute(f'GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role}"')
-    try:
+    async for role in plain_role_dropped_afterwards(conn, schema, "dt_perm"):
+        await conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+        await conn.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+        await conn.execute(f'GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role}"')
         yield role
-    finally:
-        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        await conn.execute(f'DROP OWNED BY "{role}" CASCADE')
-        await conn.execute(f'DROP ROLE "{role}"')
 
 
 async def _seen(conn: asyncpg.Connection, table: Any, role: str, emp_no: str | None, all_rows: bool = False):

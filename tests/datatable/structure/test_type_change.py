@@ -19,7 +19,16 @@ from skillyard.builtin_skills.datatable.store.schema import StoreError
 from skillyard.builtin_skills.datatable.structure import fields as structure_fields
 
 from skillyard import SkillYard
-from support.datatable import columns, context, count, make_table, run, schema_dropped_afterwards, store_table
+from support.datatable import (
+    columns,
+    context,
+    count,
+    make_table,
+    plain_role_dropped_afterwards,
+    run,
+    schema_dropped_afterwards,
+    store_table,
+)
 from support.datatable.structure import column_types, create_data_table
 
 
@@ -82,14 +91,8 @@ ACCEPTED: list[tuple[dict[str, Any], list[str]]] = [
 @pytest.fixture
 async def owner_role(conn: asyncpg.Connection, schema: str) -> AsyncIterator[str]:
     """A NOLOGIN role that is neither superuser nor BYPASSRLS (superusers always bypass row-level security)."""
-    role = f"dt_type_{uuid.uuid4().hex[:10]}"
-    await conn.execute(f'CREATE ROLE "{role}" NOLOGIN NOSUPERUSER NOBYPASSRLS')
-    try:
+    async for role in plain_role_dropped_afterwards(conn, schema, "dt_type"):
         yield role
-    finally:
-        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        await conn.execute(f'DROP OWNED BY "{role}" CASCADE')
-        await conn.execute(f'DROP ROLE "{role}"')
 
 
 async def test_update_field_type_changes(conn: asyncpg.Connection, schema: str) -> None:

@@ -200,3 +200,16 @@ async def schema_dropped_afterwards(conn: asyncpg.Connection, prefix: str) -> As
         yield name
     finally:
         await conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+async def plain_role_dropped_afterwards(conn: asyncpg.Connection, schema: str, prefix: str) -> AsyncIterator[str]:
+    """For a fixture: a NOLOGIN role that is neither superuser nor BYPASSRLS (those always bypass row-level
+    security); afterwards ``schema``, what the role owns and the role are dropped."""
+    role = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    await conn.execute(f'CREATE ROLE "{role}" NOLOGIN NOSUPERUSER NOBYPASSRLS')
+    try:
+        yield role
+    finally:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await conn.execute(f'DROP OWNED BY "{role}" CASCADE')
+        await conn.execute(f'DROP ROLE "{role}"')
