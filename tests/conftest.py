@@ -14,8 +14,7 @@ import pytest
 # Tests never autoload third-party plugins (an empty allow-list loads none).
 os.environ["SKILLYARD_LOAD_PLUGINS"] = ""
 
-# Shared fixtures of the probes.
-pytest_plugins = ("support.datatable_probes", "support.outputs_probes", "support.recording_channel")
+pytest_plugins = ("support.outputs_probes", "support.recording_channel")  # shared fixtures of the probes
 
 
 @pytest.fixture(scope="session")

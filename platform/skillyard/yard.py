@@ -70,17 +70,22 @@ class SkillYard:
 
     def _roots(self, explicit: list[Path], include_builtin: bool) -> list[Root]:
         """Precedence: explicit dirs, SKILLYARD_SKILLS_PATH, plugin roots, built-in skills."""
+        from .catalog.builtin_root import builtin_package
+        from .executors.loader import register_package_root
+
         for path in explicit:
             if not path.is_dir():
                 raise SkillyardError(f"skills directory {str(path)!r} does not exist or is not a folder")
         roots: list[Root] = []
         seen: set[Path] = set()
 
-        def add(path: Path, source: str) -> None:
+        def add(path: Path, source: str, package: str | None = None) -> None:
             resolved = path.expanduser().resolve()
             if resolved not in seen and resolved.is_dir():
                 seen.add(resolved)
-                roots.append(Root(resolved, len(roots), source))
+                roots.append(Root(resolved, len(roots), source, package))
+                if package is not None:
+                    register_package_root(resolved, package)
 
         for path in explicit:
             add(path, "local")
@@ -94,7 +99,7 @@ class SkillYard:
         if include_builtin:
             for result in self.pm.subset_hook_caller("skill_roots", remove_plugins=others)(yard=self):
                 for path in result or []:
-                    add(Path(path), "builtin")
+                    add(Path(path), "builtin", builtin_package(Path(path)))
         return roots
 
     # lifecycle -------------------------------------------------------------------------------------------

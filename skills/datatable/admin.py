@@ -9,8 +9,8 @@ The same calls back the CLI (``skillyard datatable grant | grants | revoke``, se
 
 Each call opens one session of the platform's database (``yard.database.session()``), works on its asyncpg
 connection and commits on success; on any error it rolls back, so a failed grant leaves nothing behind (not even
-the organisation's schema it may have started to create). Bad input raises :class:`~.store_schema.StoreError` (a
-:class:`~.permissions_errors.PermissionDenied` for grant settings) whose message says what was wrong and how to fix
+the organisation's schema it may have started to create). Bad input raises :class:`~.store.schema.StoreError` (a
+:class:`~.permissions.errors.PermissionDenied` for grant settings) whose message says what was wrong and how to fix
 it and whose ``need_param`` names the parameter: ``org``, ``table_id``, ``role``, ``ops``, ``row_scope`` or
 ``owner_field``.
 
@@ -25,8 +25,9 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from . import permissions_grants
-from .store_schema import StoreError, quote_ident, raw_connection, schema_for
+from .permissions import grants as permissions_grants
+from .store.names import org_key
+from .store.schema import StoreError, quote_ident, raw_connection, schema_for
 
 __all__ = ["CREATEROLE_WARNING", "grant", "list_grants", "revoke", "sql_role_check"]
 
@@ -41,8 +42,7 @@ CREATEROLE_WARNING = (
 
 def _schema(org: Any) -> str:
     """The organisation's schema; a blank org gets a message for administrators (not the skill's runtime one)."""
-    text = org if isinstance(org, str) else ("" if org is None else str(org))
-    if not re.sub(r"[^a-z0-9]", "", text.lower()):
+    if not org_key(org):
         raise StoreError(
             f"org must be an organisation id with at least one letter or digit (the org_id its conversations "
             f"carry, e.g. acme), got {org!r}",
@@ -80,7 +80,7 @@ async def grant(
     """Set (insert or replace) the grant of ``role`` on ``table`` (title or id) of organisation ``org``.
 
     ``ops``: action names and the shorthands ``read`` / ``write`` / ``all``, as a list or a comma-separated string
-    (see :func:`.permissions_grants.parse_ops`). ``row_scope="own"`` needs ``owner_field``, an existing field of the
+    (see :func:`.permissions.grants.parse_ops`). ``row_scope="own"`` needs ``owner_field``, an existing field of the
     table holding the owner's employee number. Returns the stored grant: ``{table_id, table, role, ops, row_scope,
     owner_field}`` with ``ops`` expanded and sorted.
     """

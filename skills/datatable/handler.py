@@ -1,8 +1,8 @@
 """datatable: no-code tables on PostgreSQL (spec §7) — the entry point.
 
-``execute`` normalizes the request (dispatch.py, §3.5), picks the organisation's schema from ``org_id`` (a blank one
-is a config error and nothing is created), takes the raw asyncpg connection under the platform's session
-``runtime_context["db"]`` (never a connection of its own, §7.8.1) and runs one action (actions.py) inside the
+``execute`` normalizes the request (request/dispatch.py, §3.5), picks the organisation's schema from ``org_id`` (a
+blank one is a config error and nothing is created), takes the raw asyncpg connection under the platform's session
+``runtime_context["db"]`` (never a connection of its own, §7.8.1) and runs one action (actions/table.py) inside the
 session's transaction. It commits when the action returns and rolls back first whenever it fails (§7.8.2–3), so a
 failed action leaves nothing behind and the session stays usable. Every failure is a §6.1 envelope whose
 ``error_type`` says whether changing the parameters helps; ``action_note`` reports every normalization.
@@ -16,19 +16,23 @@ from typing import Any
 
 import asyncpg
 
-from . import store_schema
-from .actions import ACTION_FUNCTIONS
-from .actions_call import Call, open_call
-from .dispatch import DispatchError, Request, normalize_request
-from .field_errors import FieldError
-from .filters import FilterError
-from .rows_errors import RedoAction, classify
-from .sql_errors import SqlChannelError
+from .actions.call import Call, open_call
+from .actions.table import ACTION_TABLE, ActionFunction
+from .fields.errors import FieldError
+from .request.dispatch import DispatchError, Request, normalize_request
+from .rows.errors import RedoAction, classify
+from .rows.filters import FilterError
+from .sql.errors import SqlChannelError
+from .store import schema as store_schema
 
 log = logging.getLogger(__name__)
 
+#: Each action's function, resolved once when the skill is loaded.
+_FUNCTIONS: dict[str, ActionFunction] = {action.name: action.function for action in ACTION_TABLE}
+
 
 async def execute(input_data: Any, runtime_context: Mapping[str, Any]) -> dict[str, Any]:
+    """Run one datatable action for the platform and answer with its §6.1 envelope (see the module docstring)."""
     try:
         request = normalize_request(input_data)
     except DispatchError as exc:
@@ -54,7 +58,7 @@ async def execute(input_data: Any, runtime_context: Mapping[str, Any]) -> dict[s
     while True:
         try:
             call = await open_call(session, schema, request, runtime_context, careful=careful)
-            body = await ACTION_FUNCTIONS[request.action](call)
+            body = await _FUNCTIONS[request.action](call)
             await session.commit()
         except RedoAction:
             # the fast path cannot finish (a row-level error in a set-based write without its savepoint, or the

@@ -2,7 +2,7 @@
 
 Registered through the same hooks a third-party plugin uses (``register_commands``, ``doctor_checks``). The
 commands wrap :mod:`.admin`; the skill's modules are imported only when a command or check runs, so loading the
-plugin costs every ``skillyard`` invocation nothing but this module.
+plugin costs every ``skillyard`` invocation nothing but this module (and store/names.py, for a help text).
 
     skillyard datatable grant  --org ORG --table TABLE --role ROLE --ops OPS [--row-scope all|own]
                                [--owner-field FIELD] [--json]
@@ -25,6 +25,8 @@ from skillyard import SkillyardError, hookimpl
 if TYPE_CHECKING:
     from skillyard import SkillYard
 
+from .store.names import SCHEMA_PREFIX
+
 T = TypeVar("T")
 
 #: The CLI option for each ``need_param`` the admin API reports, so an error names what to change.
@@ -44,7 +46,7 @@ def _run(work: Callable[[SkillYard], Awaitable[T]]) -> T:
 
     from skillyard import SkillYard
 
-    from .store_schema import StoreError
+    from .store.schema import StoreError
 
     async def go() -> T:
         async with SkillYard(include_builtin=False) as yard:
@@ -82,7 +84,7 @@ def _table(rows: list[list[str]], headers: list[str]) -> None:
 
 def _ops_text(ops: list[str]) -> str:
     """Expanded ops, shortened back to ``all`` / ``read`` / ``write`` where a whole group is granted."""
-    from .permissions_grants import GRANTABLE_ACTIONS, READ_ACTIONS, WRITE_ACTIONS
+    from .permissions.grants import GRANTABLE_ACTIONS, READ_ACTIONS, WRITE_ACTIONS
 
     rest = set(ops)
     if rest == GRANTABLE_ACTIONS:
@@ -109,7 +111,7 @@ def datatable() -> None:
 
 
 @datatable.command(name="grant")
-@click.option("--org", required=True, help="Organisation id (its tables live in the schema org_data_<id>).")
+@click.option("--org", required=True, help=f"Organisation id (its tables live in the schema {SCHEMA_PREFIX}<id>).")
 @click.option("--table", required=True, help="Table title (or its id).")
 @click.option("--role", required=True, help="Role the grant is for.")
 @click.option(
@@ -193,7 +195,7 @@ def register_commands(cli: click.Group) -> None:
 def doctor_checks(yard: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
     async def checks() -> list[dict[str, Any]]:
         from .admin import sql_role_check
-        from .store_schema import raw_connection
+        from .store.schema import raw_connection
 
         try:
             session = await yard.database.session()

@@ -1,4 +1,4 @@
-"""Scaffolding shared by the test folders: probes, local servers, the datatable loader, the repository's paths."""
+"""Scaffolding shared by the test folders: probes, local servers, the datatable scaffolding, the repository's paths."""
 
 from pathlib import Path
 

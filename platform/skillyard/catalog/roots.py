@@ -21,11 +21,16 @@ INSTALL_MANIFEST = "skill.json"
 
 @dataclass(frozen=True)
 class Root:
-    """A folder searched for skills; ``rank`` 0 wins over every higher rank."""
+    """A folder searched for skills; ``rank`` 0 wins over every higher rank.
+
+    ``package`` names the import package whose folder this is (the built-in skills, ``skillyard.builtin_skills``):
+    the Python code of its skills is then imported under that package, as everything else imports it.
+    """
 
     path: Path
     rank: int
     source: str
+    package: str | None = None
 
 
 @dataclass(frozen=True)

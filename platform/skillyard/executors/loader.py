@@ -3,6 +3,10 @@
 Two skills may both ship ``handler.py`` and ``helpers.py``; each sees only its own. The skill folder never goes
 on ``sys.path``: relative imports work because the folder is a package, and plain sibling imports
 (``import helpers``) are mapped onto that package by a per-skill ``__import__``.
+
+A skill that is a package inside a package root (the built-in skills, :func:`register_package_root`) is imported
+under its real name instead, ``<package>.<skill folder>.<module>``, so the handler that runs is the very module the
+skill's plugin and everything else import (imported once, like any installed package).
 """
 
 from __future__ import annotations
@@ -21,6 +25,22 @@ from typing import Any, ClassVar
 PACKAGE_ROOT = "skillyard_skills"
 _lock = threading.RLock()
 _loaded: dict[tuple[str, Any], ModuleType] = {}
+#: Folders of skill roots that are import packages: folder → package name.
+_package_roots: dict[Path, str] = {}
+
+
+def register_package_root(folder: Path, package: str) -> None:
+    """Import the skills that are packages in ``folder`` as ``<package>.<skill folder>`` (``folder`` is its folder)."""
+    _package_roots[folder.resolve()] = package
+
+
+def _real_name(skill_dir: Path, module_file: Path) -> str | None:
+    """The module's name inside a registered package root, or None when the skill is not a package of one."""
+    package = _package_roots.get(skill_dir.parent.resolve())
+    if package is None or not (skill_dir / "__init__.py").is_file() or not module_file.is_relative_to(skill_dir):
+        return None
+    parts = [skill_dir.name, *module_file.relative_to(skill_dir).with_suffix("").parts]
+    return ".".join([package, *parts]) if all(part.isidentifier() for part in parts) else None
 
 
 def _package_name(skill_dir: Path, version: Any) -> str:
@@ -112,6 +132,9 @@ def _ensure_root() -> None:
 
 def load_entry_module(skill_dir: Path, module_file: Path, version: Any) -> ModuleType:
     """Import a skill's entry module (once per version of its files) under the skill's own package."""
+    real_name = _real_name(skill_dir, module_file)
+    if real_name is not None:
+        return importlib.import_module(real_name)
     key = (str(module_file), version)
     with _lock:
         module = _loaded.get(key)
