@@ -11,6 +11,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .catalog.builtin_root import builtin_package
 from .catalog.catalog import Catalog, Entry
 from .catalog.roots import Root
 from .catalog.skill import Skill
@@ -18,6 +19,7 @@ from .channels.registry import ChannelRegistry
 from .configs.crypto import Cipher, load_key
 from .configs.store import ConfigStore
 from .errors import InvalidInput, SkillyardError, UnknownSkill
+from .executors.loader import register_package_root
 from .invoke import pipeline
 from .invoke.background import BackgroundRuns
 from .invoke.budget import Turn
@@ -70,9 +72,6 @@ class SkillYard:
 
     def _roots(self, explicit: list[Path], include_builtin: bool) -> list[Root]:
         """Precedence: explicit dirs, SKILLYARD_SKILLS_PATH, plugin roots, built-in skills."""
-        from .catalog.builtin_root import builtin_package
-        from .executors.loader import register_package_root
-
         for path in explicit:
             if not path.is_dir():
                 raise SkillyardError(f"skills directory {str(path)!r} does not exist or is not a folder")

@@ -13,14 +13,13 @@ plugin costs every ``skillyard`` invocation nothing but this module (and store/n
 from __future__ import annotations
 
 import asyncio
-import json
-import unicodedata
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from skillyard import SkillyardError, hookimpl
+from skillyard.cli.output import print_json, print_table
 
 if TYPE_CHECKING:
     from skillyard import SkillYard
@@ -65,21 +64,6 @@ def _run(work: Callable[[SkillYard], Awaitable[T]]) -> T:
 
 def _line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
-
-
-def _print_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
-
-
-def _width(text: str) -> int:
-    """Terminal columns of ``text``: CJK table and field names take two each."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
-def _table(rows: list[list[str]], headers: list[str]) -> None:
-    widths = [max(_width(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
-    for row in [headers, *rows]:
-        click.echo("  ".join(c + " " * (w - _width(c)) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
 def _ops_text(ops: list[str]) -> str:
@@ -140,7 +124,7 @@ def grant_cmd(
         )
     )
     if as_json:
-        _print_json(stored)
+        print_json(stored)
         return
     click.echo(f"granted {stored['role']} on {stored['table']}: {_ops_text(stored['ops'])}; {_scope_text(stored)}")
 
@@ -154,7 +138,7 @@ def grants_cmd(org: str, as_json: bool) -> None:
 
     items = _run(lambda yard: admin.list_grants(yard, org=org))
     if as_json:
-        _print_json(items)
+        print_json(items)
         return
     if not items:
         click.echo(
@@ -162,7 +146,7 @@ def grants_cmd(org: str, as_json: bool) -> None:
             "(add one with `skillyard datatable grant`)"
         )
         return
-    _table(
+    print_table(
         [[g["table"], g["role"], _ops_text(g["ops"]), g["row_scope"], g["owner_field"] or "-"] for g in items],
         ["TABLE", "ROLE", "OPS", "ROW SCOPE", "OWNER FIELD"],
     )
@@ -179,7 +163,7 @@ def revoke_cmd(org: str, table: str, role: str, as_json: bool) -> None:
 
     removed = _run(lambda yard: admin.revoke(yard, org=org, table=table, role=role))
     if as_json:
-        _print_json({"revoked": removed, "org": org, "table": table, "role": role})
+        print_json({"revoked": removed, "org": org, "table": table, "role": role})
     elif removed:
         click.echo(f"revoked the grant of {role} on {table}")
     else:
