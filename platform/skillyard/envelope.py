@@ -11,7 +11,7 @@ import math
 import uuid
 from collections.abc import Mapping
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 #: Failure fields the platform keeps as they are.
 FAILURE_FIELDS = ("user_message", "need_param", "error_type", "non_retriable", "redirect", "action_note")
@@ -48,6 +48,10 @@ def jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return jsonable(dataclasses.asdict(value))
     return repr(value)
+
+
+if TYPE_CHECKING:
+    from .credentials import Masker
 
 
 def failure(skill: str, error: str, **fields: Any) -> dict[str, Any]:
@@ -142,35 +146,10 @@ def blocked(skill: str, seconds: float, elapsed: float | None, sync: bool) -> di
     )
 
 
-#: Envelope fields that carry text from the skill's process or peer, where a credential could leak.
-REDACTED_FIELDS = ("error", "stderr_tail", "body_excerpt", "user_message", "output")
-
-
-def scrub(text: str, secrets: list[str]) -> str:
-    """``text`` with every credential value of 4+ characters replaced by ``***``."""
-    for value in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(value, "***")
-    return text
-
-
-def _scrub_value(value: Any, secrets: list[str]) -> Any:
-    """``value`` with :func:`scrub` applied to every text in it (a structured ``error`` holds texts too)."""
-    if isinstance(value, str):
-        return scrub(value, secrets)
-    if isinstance(value, dict):
-        return {k: _scrub_value(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub_value(v, secrets) for v in value]
-    return value
-
-
-def redact(envelope: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
-    """Scrub credential values from an envelope's free-text fields."""
-    if secrets:
-        for field in REDACTED_FIELDS:
-            if field in envelope:
-                envelope[field] = _scrub_value(envelope[field], secrets)
-    return envelope
+def redact(envelope: dict[str, Any], masker: Masker | None) -> dict[str, Any]:
+    """The envelope with the run's credentials masked in every field, nested (credentials.Masker); as it is when
+    the run has none."""
+    return envelope if masker is None else masker.value(envelope)
 
 
 def add_warning(envelope: dict[str, Any], message: str) -> None:

@@ -57,7 +57,9 @@ class SkillYard:
         self.registries: Registries = collect_registries(self.pm)
         self.database = Database(self.settings.database_url, self.settings.embedded_pgdata)
         self.configs = ConfigStore(
-            self.database, lambda: Cipher(load_key(self.settings.home, self.settings.secret_key))
+            self.database,
+            lambda: Cipher(load_key(self.settings.home, self.settings.secret_key)),
+            self._declared_secret_configs,
         )
         self.runlog = RunLog(self.database)
         self.attachments = AttachmentStore(self.database, self.settings.home / "attachments")
@@ -159,6 +161,11 @@ class SkillYard:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    def _declared_secret_configs(self, skill: str) -> tuple[str, ...]:
+        """The config keys a skill declares secret (``metadata.skillyard.secret_configs``); none for unknown names."""
+        found = self.catalog.resolve(skill)
+        return found[0].secret_configs if found is not None else ()
 
     # catalog ---------------------------------------------------------------------------------------------
     def rescan(self) -> int:

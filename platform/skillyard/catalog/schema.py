@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..credentials import looks_secret
 from ..envelope import MAX_NESTING, nesting_problem
-from ..secret_names import looks_secret
 from .schema_checks import reference_problem
 
 MAX_FANOUT = 45

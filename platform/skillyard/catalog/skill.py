@@ -63,6 +63,7 @@ class Skill:
     force_raw_prompt: bool = False
     offload: bool = True
     materialize: bool = True
+    secret_configs: tuple[str, ...] = ()  # config keys the skill declares secret (metadata.skillyard)
     warnings: tuple[str, ...] = ()
     error: str | None = None
     #: Filled (in place) by the catalog: tool names depend on every other skill's name.
@@ -150,12 +151,23 @@ def _category(meta: Mapping[str, Any], skill_dir: Path, root: Path) -> str | Non
 
 
 def _aliases(meta: Mapping[str, Any]) -> tuple[str, ...]:
-    value = meta.get("aliases")
+    return _names(meta.get("aliases"))
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """A list of names (or one comma-separated string), stripped, without duplicates."""
     if isinstance(value, str):
-        value = [v.strip() for v in value.split(",")]
+        value = value.split(",")
     if not isinstance(value, list):
         return ()
     return tuple(dict.fromkeys(str(v).strip() for v in value if str(v).strip()))
+
+
+def _secret_configs(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """``metadata.skillyard.secret_configs``: config keys the skill declares secret (always encrypted)."""
+    metadata = meta.get("metadata")
+    block = metadata.get("skillyard") if isinstance(metadata, Mapping) else None
+    return _names(block.get("secret_configs")) if isinstance(block, Mapping) else ()
 
 
 def _trigger_type(meta: Mapping[str, Any]) -> str:
@@ -266,6 +278,7 @@ def build_skill(
         force_raw_prompt=as_bool(meta.get("force_raw_prompt", False)),
         offload=as_bool(meta.get("offload", True)),
         materialize=as_bool(meta.get("materialize", True)),
+        secret_configs=_secret_configs(meta),
         warnings=tuple(warnings),
         error="; ".join(errors) or None,
         version=version,

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from ..secret_names import looks_secret
+from ..credentials import looks_secret
 from .catalog import Catalog
 from .code import scan_file
 from .roots import Root

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert
 
+from ..credentials import secret_config
 from ..errors import InvalidInput
-from ..secret_names import looks_secret
 from ..storage.database import Database
 from ..storage.tables import skill_configs
 from .crypto import Cipher
@@ -25,13 +25,25 @@ def _check_scope(role_id: Any, skill: Any) -> None:
 
 
 class ConfigStore:
-    """Configs of every role; ``get`` is served from memory after the first read of a (role, skill)."""
+    """Configs of every role; ``get`` is served from memory after the first read of a (role, skill).
 
-    def __init__(self, database: Database, cipher_factory: Callable[[], Cipher]) -> None:
+    A key is stored encrypted when the config rule of :mod:`skillyard.credentials` says it is a credential, or the
+    skill declares it secret (``declared(skill)``, from ``metadata.skillyard.secret_configs``). Rows stored in
+    plain text before the rule covered them are encrypted the first time this process reads the table.
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        cipher_factory: Callable[[], Cipher],
+        declared: Callable[[str], tuple[str, ...]] = lambda skill: (),
+    ) -> None:
         self._db = database
         self._cipher_factory = cipher_factory
         self._cipher: Cipher | None = None
+        self._declared = declared
         self._cache: dict[tuple[str, str], dict[str, str]] = {}
+        self._plaintext_checked = False
 
     @property
     def cipher(self) -> Cipher:
@@ -47,6 +59,7 @@ class ConfigStore:
             return cached
         if not self._db.exists:
             return {}
+        await self.encrypt_plaintext_secrets()
         sessions = await self._db.session_factory()
         async with sessions() as session:
             rows = (
@@ -71,7 +84,7 @@ class ConfigStore:
             key = normalize_key(str(raw_key))
             if not key:
                 raise InvalidInput(f"config key {raw_key!r} is empty once normalized; use a name like api_token")
-            secret = looks_secret(key)
+            secret = secret_config(key, self._declared(skill))
             text = "" if value is None else str(value)
             rows.append(
                 {
@@ -100,6 +113,43 @@ class ConfigStore:
             )
         self._cache.pop((role_id, skill), None)
         return stored
+
+    async def listing(self, role_id: str, skill: str) -> dict[str, tuple[str, bool]]:
+        """Each config key of a skill for a role with its value and whether it is stored as a secret."""
+        _check_scope(role_id, skill)
+        values = await self.get(role_id, skill)
+        declared = self._declared(skill)
+        return {key: (value, secret_config(key, declared)) for key, value in values.items()}
+
+    async def encrypt_plaintext_secrets(self) -> int:
+        """Encrypt the rows stored in plain text whose key the config rule (or the skill) now calls secret; once per
+        process. Returns how many rows changed."""
+        if self._plaintext_checked:
+            return 0
+        self._plaintext_checked = True
+        sessions = await self._db.session_factory()
+        async with sessions() as session, session.begin():
+            rows = (
+                await session.execute(
+                    select(skill_configs.c.role_id, skill_configs.c.skill, skill_configs.c.key, skill_configs.c.value)
+                    .where(skill_configs.c.secret.is_(False))
+                    .with_for_update()
+                )
+            ).all()
+            changed = [r for r in rows if secret_config(r.key, self._declared(r.skill))]
+            for row in changed:
+                await session.execute(
+                    skill_configs.update()
+                    .where(
+                        skill_configs.c.role_id == row.role_id,
+                        skill_configs.c.skill == row.skill,
+                        skill_configs.c.key == row.key,
+                    )
+                    .values(value=self.cipher.encrypt(row.value), secret=True)
+                )
+        if changed:
+            self._cache.clear()
+        return len(changed)
 
     async def unset(self, role_id: str, skill: str, keys: list[str] | None = None) -> int:
         """Remove some keys (or all) of a skill's configs for a role; return how many rows went."""

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..catalog.code import ENTRY_NAMES
+from ..credentials import masked_logger
 from ..hookspecs import hookimpl
 from .loader import load_entry_module
 from .subprocess import OutputLimits, run_subprocess
@@ -18,7 +18,7 @@ from .subprocess import OutputLimits, run_subprocess
 if TYPE_CHECKING:
     from ..catalog.skill import Skill
 
-log = logging.getLogger("skillyard.inprocess")
+log = masked_logger("skillyard.inprocess")
 
 
 def entry_function(skill: Skill) -> Callable[..., Any]:

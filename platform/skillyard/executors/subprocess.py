@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import errno
 import json
-import logging
 import os
 import re
 import shutil
@@ -18,17 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..credentials import masked_logger, secret_config
 from ..envelope import failure
 from ..hookspecs import hookimpl
 from ..invoke.context import NAMED_FIELDS, credential_value, subprocess_context
 from ..invoke.inputs import SUBCOMMAND
-from ..secret_names import looks_secret
 from .stdout import parse_stdout
 
 if TYPE_CHECKING:
     from ..catalog.skill import Skill
 
-log = logging.getLogger("skillyard.subprocess")
+log = masked_logger("skillyard.subprocess")
 BASE_ENV = ("PATH", "HOME", "LANG", "TMPDIR")
 #: `go run` compiles before it runs: it needs a build cache (GOCACHE, else $XDG_CACHE_HOME or $HOME) and must
 #: honour where the host keeps its toolchain and modules. These pass through for GO skills only; they name
@@ -79,12 +78,13 @@ def split_secret_params(skill: Skill, input: Mapping[str, Any]) -> tuple[dict[st
     """
     secrets = set(skill.schema.secret_params)
     public = {k: v for k, v in input.items() if k not in secrets}
-    env = {
-        re.sub(r"[^A-Za-z0-9_]", "_", k).upper(): str(v)
-        for k, v in input.items()
-        if k in secrets and v not in (None, "")
-    }
+    env = {_env_name(k): str(v) for k, v in input.items() if k in secrets and v not in (None, "")}
     return public, env
+
+
+def _env_name(key: str) -> str:
+    """The environment variable a credential travels in: ``api_token`` → ``API_TOKEN``."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", key).upper()
 
 
 def child_env(
@@ -95,7 +95,7 @@ def child_env(
     if skill.exec.type == "GO":
         env.update(go_toolchain_env())
     configs = ctx.get("skill_args") or {}
-    declared = {name.lower() for name in (*skill.requires.credential_env, *skill.schema.secret_params)}
+    declared = (*skill.requires.credential_env, *skill.schema.secret_params, *skill.secret_configs)
     for name in skill.requires.credential_env:
         value = credential_value(name, configs)
         if value:
@@ -104,7 +104,11 @@ def child_env(
         env.setdefault(name, value)
 
     def credential(key: str) -> bool:  # declared names count whatever they look like (SERVICE_PIN, x-secret)
-        return looks_secret(key) or key.lower() in declared
+        return secret_config(key, declared)
+
+    for key, value in configs.items():  # a secret config leaves SKILL_CONTEXT (below): it travels as $KEY instead
+        if credential(key) and value not in (None, "") and not isinstance(value, dict):
+            env.setdefault(_env_name(key), str(value))
 
     visible = subprocess_context(ctx)
     for key in ("skill_configs", "skill_args"):  # credentials travel as environment variables only

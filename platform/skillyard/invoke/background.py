@@ -4,11 +4,11 @@ its result and files are pushed to the conversation it came from when it finishe
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..credentials import masked_logger
 from ..outputs.display import RICH_CHANNELS
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ..yard import SkillYard
     from .run import Run
 
-log = logging.getLogger("skillyard.background")
+log = masked_logger("skillyard.background")
 
 
 class BackgroundRuns:

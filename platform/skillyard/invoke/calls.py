@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..credentials import masked_logger
 from ..envelope import failure
 from .context import callee_context
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..yard import SkillYard
 
 MAX_CALL_DEPTH = 3
-log = logging.getLogger("skillyard.calls")
+log = masked_logger("skillyard.calls")
 _FIELD = re.compile(r"\{([^{}]+)\}")
 
 CallSkill = Callable[..., Awaitable[dict[str, Any]]]

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
 import time
 import traceback
 from collections.abc import Mapping
@@ -14,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from .. import envelope as env_mod
 from ..catalog.requires import check_requirements
 from ..catalog.skill import SUBPROCESS_TYPES, Skill
+from ..credentials import Masker, current_masker, masked_logger, secret_config
 from ..errors import InvalidInput, UnknownExecType, UnknownSkill
 from ..plugins import await_me_maybe
-from ..secret_names import looks_secret
 from .background import dispatch_background, runs_in_background
 from .budget import DEFAULT_SESSION, Turn
 from .calls import make_call_skill
@@ -35,7 +33,7 @@ from .run import Run, check_session_id
 if TYPE_CHECKING:
     from ..yard import SkillYard
 
-log = logging.getLogger("skillyard.run")
+log = masked_logger("skillyard.run")
 
 
 class PluginFailure(Exception):
@@ -108,13 +106,17 @@ def _gate(yard: SkillYard, skill: Skill, configs: Mapping[str, Any]) -> dict[str
     return None
 
 
-def _secret_values(skill: Skill, ctx: Mapping[str, Any]) -> list[str]:
-    """The credential values a run could see: secret-looking configs and declared credential variables."""
-    values = [str(v) for k, v in ctx["skill_args"].items() if v and looks_secret(k)] if ctx["skill_args"] else []
+def _run_masker(skill: Skill, run_input: Mapping[str, Any], ctx: Mapping[str, Any]) -> Masker | None:
+    """The run's own credentials, to mask wherever they could show: its secret configs (the wider config rule and
+    the keys the skill declares), its credential parameters and its declared credential variables."""
+    configs = ctx["skill_args"] or {}
+    values = [str(v) for k, v in configs.items() if v and secret_config(k, skill.secret_configs)]
+    values += [str(run_input[n]) for n in skill.schema.secret_params if run_input.get(n)]
     for name in skill.requires.credential_env:
-        if os.environ.get(name):
-            values.append(os.environ[name])
-    return values
+        value = credential_value(name, configs)
+        if value:
+            values.append(value)
+    return Masker.of(values) if values else None
 
 
 def _cancelled_from_outside() -> bool:
@@ -123,10 +125,10 @@ def _cancelled_from_outside() -> bool:
     return task is None or task.cancelling() > 0
 
 
-def _crashed(skill: Skill, exc: BaseException, secrets: list[str]) -> dict[str, Any]:
-    """An exception inside a skill: the traceback (scrubbed) to the log, a failure envelope to the caller."""
+def _crashed(skill: Skill, exc: BaseException) -> dict[str, Any]:
+    """An exception inside a skill: the traceback to the log (masked by its filter), a failure envelope back."""
     trace = "".join(traceback.format_exception(exc))
-    log.error("skill %r raised %s\n%s", skill.name, exc.__class__.__name__, env_mod.scrub(trace, secrets))
+    log.error("skill %r raised %s\n%s", skill.name, exc.__class__.__name__, trace)
     return env_mod.from_exception(exc, skill.name)
 
 
@@ -241,8 +243,20 @@ async def execute(
 
 
 async def finish_run(yard: SkillYard, run: Run) -> dict[str, Any]:
-    """Execute, post-process (top-level runs only, §9.1) and log one prepared run."""
-    envelope = await _execute(yard, run)
+    """Execute, post-process (top-level runs only, §9.1) and log one prepared run; the run's credentials are masked
+    in its envelope (before and after the processors, which write offload files) and in its log lines."""
+    masker = _run_masker(run.skill, run.input, run.context)
+    if masker is None:
+        return await _finish(yard, run)
+    token = current_masker.set(masker)
+    try:
+        return env_mod.redact(await _finish(yard, run), masker)
+    finally:
+        current_masker.reset(token)
+
+
+async def _finish(yard: SkillYard, run: Run) -> dict[str, Any]:
+    envelope = env_mod.redact(await _execute(yard, run), current_masker.get())  # processors see it masked
     if run.depth == 0:
         for processor in yard.registries.processors:
             try:
@@ -286,7 +300,6 @@ async def _execute(yard: SkillYard, run: Run) -> dict[str, Any]:
         session = await yard.database.session()
         ctx["db"] = session
     seconds = _wall_clock(yard, skill, run.background)
-    secrets = _secret_values(skill, ctx)
     deadline = asyncio.timeout(seconds)
     started = time.monotonic()
     try:
@@ -309,14 +322,14 @@ async def _execute(yard: SkillYard, run: Run) -> dict[str, Any]:
                 else env_mod.timed_out(skill.name, seconds)
             )
         else:  # a TimeoutError the skill raised itself
-            envelope = _crashed(skill, exc, secrets)
+            envelope = _crashed(skill, exc)
     except asyncio.CancelledError as exc:
         if _cancelled_from_outside():
             raise  # the caller (or a shutdown) stopped the run: not the skill's failure
-        envelope = _crashed(skill, exc, secrets)  # the skill raised CancelledError itself
+        envelope = _crashed(skill, exc)  # the skill raised CancelledError itself
     except Exception as exc:
-        envelope = _crashed(skill, exc, secrets)
+        envelope = _crashed(skill, exc)
     finally:
         if session is not None:
             await session.close()
-    return env_mod.redact(envelope, secrets)
+    return envelope

@@ -4,18 +4,18 @@ file and the caller gets a receipt that keeps the fields that matter."""
 from __future__ import annotations
 
 import json
-import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..credentials import masked_logger
 from ..envelope import add_warning
 from .safe_write import safe_write
 
 if TYPE_CHECKING:
     from ..invoke.run import Run
 
-log = logging.getLogger("skillyard.offload")
+log = masked_logger("skillyard.offload")
 OFFLOAD_LIMIT = 12_000
 #: Fields the receipt keeps untouched (§6.4), plus the outcome flags.
 KEPT = (
