@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from skillyard import SkillYard
-from skillyard.cli import cli
+from support.cli import invoke
 
 WRITER = """
 from pathlib import Path
@@ -327,33 +326,29 @@ def test_cli_attach_run_and_list_artifacts(make_skill, skills_root, db_env, tmp_
             "schema.json": json.dumps({"type": "object", "properties": {"file": {"type": "string"}}}),
         },
     )
-    runner = CliRunner()
-    result = runner.invoke(
-        cli,
-        [
-            "run",
-            "echo_file",
-            "--skills-dir",
-            str(skills_root),
-            "--session",
-            "cli-1",
-            "--attach",
-            str(upload),
-            "--input",
-            '{"file": "file_1"}',
-        ],
+    result = invoke(
+        "run",
+        "echo_file",
+        "--skills-dir",
+        str(skills_root),
+        "--session",
+        "cli-1",
+        "--attach",
+        str(upload),
+        "--input",
+        '{"file": "file_1"}',
     )
     assert result.exit_code == 0, result.output
     assert "attached file_1" in result.stderr and json.loads(result.stdout)["got"] == str(upload.resolve())
-    listed = runner.invoke(cli, ["artifacts", "--session", "cli-1", "--json"])
+    listed = invoke("artifacts", "--session", "cli-1", "--json")
     [item] = json.loads(listed.stdout)
     assert {"ref", "type", "filename", "local_path", "url", "size", "sha256", "skill", "created_at"} <= set(item)
     assert (item["ref"], item["type"], item["size"]) == ("file_1", "file", 8)
-    table = runner.invoke(cli, ["artifacts", "--session", "cli-1"])
+    table = invoke("artifacts", "--session", "cli-1")
     assert "file_1" in table.output and "scan.pdf" in table.output
-    no_session = runner.invoke(cli, ["run", "echo_file", "--skills-dir", str(skills_root), "--attach", str(upload)])
+    no_session = invoke("run", "echo_file", "--skills-dir", str(skills_root), "--attach", str(upload))
     assert no_session.exit_code == 2 and "needs --session" in no_session.output
-    bad = runner.invoke(cli, ["artifacts", "--session", "../etc"])
+    bad = invoke("artifacts", "--session", "../etc")
     assert bad.exit_code == 2 and "not a safe name" in bad.output
 
 

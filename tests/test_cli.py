@@ -7,9 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
 
-from skillyard.cli import cli
+from support.cli import invoke
 
 HELLO = "async def execute(input, ctx):\n    return {'greeting': 'hello ' + input['who'], 'ws': ctx['workspace_dir']}\n"
 SCHEMA = json.dumps(
@@ -22,11 +21,6 @@ SCHEMA = json.dumps(
 
 
 @pytest.fixture
-def runner():
-    return CliRunner()
-
-
-@pytest.fixture
 def hello(make_skill):
     return make_skill(
         "hello",
@@ -35,8 +29,8 @@ def hello(make_skill):
     )
 
 
-def test_list_json(runner, hello, skills_root):
-    result = runner.invoke(cli, ["list", "--json", "--skills-dir", str(skills_root), "--no-builtin"])
+def test_list_json(hello, skills_root):
+    result = invoke("list", "--json", "--skills-dir", str(skills_root), "--no-builtin")
     assert result.exit_code == 0, result.output
     items = json.loads(result.output)
     assert [i["name"] for i in items] == ["hello"]
@@ -45,74 +39,64 @@ def test_list_json(runner, hello, skills_root):
     assert item["available"] is True and item["error"] is None and item["warnings"] == []
 
 
-def test_list_table_for_people(runner, hello, skills_root):
-    result = runner.invoke(cli, ["list", "--skills-dir", str(skills_root), "--no-builtin"])
+def test_list_table_for_people(hello, skills_root):
+    result = invoke("list", "--skills-dir", str(skills_root), "--no-builtin")
     assert result.exit_code == 0 and "NAME" in result.output and "hello" in result.output
 
 
-def test_show_json_hides_credentials(runner, hello, skills_root):
-    result = runner.invoke(cli, ["show", "hi", "--json", "--skills-dir", str(skills_root)])
+def test_show_json_hides_credentials(hello, skills_root):
+    result = invoke("show", "hi", "--json", "--skills-dir", str(skills_root))
     assert result.exit_code == 0, result.output
     info = json.loads(result.output)
     assert info["name"] == "hello" and set(info["input_schema"]["properties"]) == {"who"}
     assert info["tools"][0]["name"] == "hello" and info["secret_params"] == ["api_key"]
 
 
-def test_show_unknown_is_a_usage_error(runner, skills_root):
-    result = runner.invoke(cli, ["show", "nope", "--skills-dir", str(skills_root)])
+def test_show_unknown_is_a_usage_error(skills_root):
+    result = invoke("show", "nope", "--skills-dir", str(skills_root))
     assert result.exit_code == 2 and "unknown skill 'nope'" in result.output
 
 
-def test_run_success_failure_and_usage_errors(runner, hello, skills_root, tmp_path):
+def test_run_success_failure_and_usage_errors(hello, skills_root, tmp_path):
     base = ["run", "hello", "--skills-dir", str(skills_root)]
-    ok = runner.invoke(cli, [*base, "--input", '{"who": "Ada"}'])
+    ok = invoke(*base, "--input", '{"who": "Ada"}')
     assert ok.exit_code == 0 and json.loads(ok.stdout)["greeting"] == "hello Ada"
-    failed = runner.invoke(cli, [*base, "--input", "{}"])
+    failed = invoke(*base, "--input", "{}")
     assert failed.exit_code == 1 and json.loads(failed.stdout)["need_param"] == "who"
-    bad_json = runner.invoke(cli, [*base, "--input", "{who"])
+    bad_json = invoke(*base, "--input", "{who")
     assert bad_json.exit_code == 2 and "not valid JSON" in bad_json.output
-    not_object = runner.invoke(cli, [*base, "--input", "[1]"])
+    not_object = invoke(*base, "--input", "[1]")
     assert not_object.exit_code == 2 and "must be a JSON object" in not_object.output
-    missing_file = runner.invoke(cli, [*base, "--input", "@/nonexistent.json"])
+    missing_file = invoke(*base, "--input", "@/nonexistent.json")
     assert missing_file.exit_code == 2 and "cannot read" in missing_file.output
-    unknown = runner.invoke(cli, ["run", "nope", "--skills-dir", str(skills_root)])
+    unknown = invoke("run", "nope", "--skills-dir", str(skills_root))
     assert unknown.exit_code == 2 and "unknown skill" in unknown.output
-    bad_session = runner.invoke(cli, [*base, "--input", '{"who": "x"}', "--context", '{"session_id": "../x"}'])
+    bad_session = invoke(*base, "--input", '{"who": "x"}', "--context", '{"session_id": "../x"}')
     assert bad_session.exit_code == 2 and "not a safe name" in bad_session.output
 
 
-def test_run_with_files_alias_and_workspace(runner, hello, skills_root, tmp_path):
+def test_run_with_files_alias_and_workspace(hello, skills_root, tmp_path):
     (tmp_path / "in.json").write_text('{"who": "file"}')
     ws = tmp_path / "ws"
-    result = runner.invoke(
-        cli,
-        [
-            "run",
-            "hi",
-            "--skills-dir",
-            str(skills_root),
-            "--input",
-            f"@{tmp_path / 'in.json'}",
-            "--workspace",
-            str(ws),
-        ],
+    result = invoke(
+        "run", "hi", "--skills-dir", str(skills_root), "--input", f"@{tmp_path / 'in.json'}", "--workspace", str(ws)
     )
     env = json.loads(result.stdout)
     assert result.exit_code == 0 and env["greeting"] == "hello file" and env["ws"] == str(ws.resolve())
 
 
-def test_run_needs_config_exits_1(runner, make_skill, skills_root, monkeypatch):
+def test_run_needs_config_exits_1(make_skill, skills_root, monkeypatch):
     monkeypatch.delenv("NEED_ME", raising=False)
     make_skill(
         "gated",
         frontmatter="name: gated\ndescription: d\nmetadata: {openclaw: {requires: {env: [NEED_ME]}}}",
         files={"handler.py": "async def execute(i, c):\n    return {}\n"},
     )
-    result = runner.invoke(cli, ["run", "gated", "--skills-dir", str(skills_root)])
+    result = invoke("run", "gated", "--skills-dir", str(skills_root))
     assert result.exit_code == 1 and json.loads(result.stdout)["needs_config"] == ["NEED_ME"]
 
 
-def test_validate(runner, make_skill, skills_root, tmp_path):
+def test_validate(make_skill, skills_root, tmp_path):
     good = make_skill("good", files={"handler.py": "async def execute(input, ctx):\n    return {}\n"})
     bad = make_skill(
         "bad",
@@ -127,9 +111,9 @@ def test_validate(runner, make_skill, skills_root, tmp_path):
     """
         },
     )
-    ok = runner.invoke(cli, ["validate", str(good)])
+    ok = invoke("validate", str(good))
     assert ok.exit_code == 0, ok.output
-    result = runner.invoke(cli, ["validate", "--json", str(bad)])
+    result = invoke("validate", "--json", str(bad))
     assert result.exit_code == 1
     report = json.loads(result.stdout)[0]
     errors, warnings = " ".join(report["errors"]), " ".join(report["warnings"])
@@ -138,10 +122,10 @@ def test_validate(runner, make_skill, skills_root, tmp_path):
     assert "PARAM_KEYS" in warnings and "SOME_TOKEN" in warnings
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert runner.invoke(cli, ["validate", str(empty)]).exit_code == 1
+    assert invoke("validate", str(empty)).exit_code == 1
 
 
-def test_validate_flags_sync_db_use_and_stdout_logging(runner, make_skill):
+def test_validate_flags_sync_db_use_and_stdout_logging(make_skill):
     sync_db = make_skill(
         "sync_db",
         files={"handler.py": "async def helper():\n    pass\ndef execute(input, ctx):\n    return ctx['db']\n"},
@@ -158,16 +142,16 @@ def test_validate_flags_sync_db_use_and_stdout_logging(runner, make_skill):
     """
         },
     )
-    out = json.loads(runner.invoke(cli, ["validate", "--json", str(sync_db), str(cli_logs)]).stdout)
+    out = json.loads(invoke("validate", "--json", str(sync_db), str(cli_logs)).stdout)
     by = {r["name"]: " ".join(r["errors"]) for r in out}
     assert "uses db but is not async" in by["sync_db"]
     assert "logging goes to stdout" in by["cli_logs"]
 
 
-def test_plugins_lists_builtins_only_with_all(runner):
-    default = json.loads(runner.invoke(cli, ["plugins", "--json"]).stdout)
+def test_plugins_lists_builtins_only_with_all():
+    default = json.loads(invoke("plugins", "--json").stdout)
     assert all(not p["builtin"] for p in default)
-    everything = json.loads(runner.invoke(cli, ["plugins", "--all", "--json"]).stdout)
+    everything = json.loads(invoke("plugins", "--all", "--json").stdout)
     names = {p["name"]: p["hooks"] for p in everything}
     assert names["skillyard.executors.inprocess"] == ["register_exec_types"]
 
@@ -193,14 +177,14 @@ def test_console_script_prints_envelope_and_logs_to_stderr(hello, skills_root):
     assert json.loads(proc.stdout)["greeting"] == "hello proc"
 
 
-def test_config_commands(runner, skills_root, db_env):
-    result = runner.invoke(cli, ["config", "set", "weather", "api-key=abc", "units=metric", "--role", "r1"])
+def test_config_commands(skills_root, db_env):
+    result = invoke("config", "set", "weather", "api-key=abc", "units=metric", "--role", "r1")
     assert result.exit_code == 0, result.output
     assert "set weather.api_key (secret, encrypted)" in result.output
-    listed = runner.invoke(cli, ["config", "list", "weather", "--role", "r1"])
+    listed = invoke("config", "list", "weather", "--role", "r1")
     assert "api_key = ********" in listed.output and "units = metric" in listed.output and "abc" not in listed.output
-    assert runner.invoke(cli, ["config", "set", "weather", "novalue"]).exit_code == 2
-    assert "removed 2" in runner.invoke(cli, ["config", "unset", "weather", "--role", "r1"]).output
+    assert invoke("config", "set", "weather", "novalue").exit_code == 2
+    assert "removed 2" in invoke("config", "unset", "weather", "--role", "r1").output
 
 
 @pytest.mark.parametrize(
@@ -214,22 +198,22 @@ def test_config_commands(runner, skills_root, db_env):
         ("SKILLYARD_RESCAN_INTERVAL", "-1"),
     ],
 )
-def test_bad_settings_are_usage_errors(runner, skills_root, monkeypatch, name, value):
+def test_bad_settings_are_usage_errors(skills_root, monkeypatch, name, value):
     monkeypatch.setenv(name, value)
-    result = runner.invoke(cli, ["list", "--skills-dir", str(skills_root)])
+    result = invoke("list", "--skills-dir", str(skills_root))
     assert result.exit_code == 2 and f"{name}={value!r} must be a number" in result.output, result.output
     assert "Traceback" not in result.output
 
 
-def test_config_set_with_an_empty_key_is_a_usage_error(runner, db_env):
-    result = runner.invoke(cli, ["config", "set", "weather", "--", "-=x"])
+def test_config_set_with_an_empty_key_is_a_usage_error(db_env):
+    result = invoke("config", "set", "weather", "--", "-=x")
     assert result.exit_code == 2 and "empty once normalized" in result.output
 
 
-def test_a_handler_that_does_not_parse(runner, make_skill, skills_root):
+def test_a_handler_that_does_not_parse(make_skill, skills_root):
     broken = make_skill("broken_py", files={"handler.py": "async def execute(input, ctx)\n    return {}\n"})
-    report = json.loads(runner.invoke(cli, ["validate", "--json", str(broken)]).stdout)[0]
+    report = json.loads(invoke("validate", "--json", str(broken)).stdout)[0]
     assert any("does not parse" in e for e in report["errors"])
-    ran = runner.invoke(cli, ["run", "broken_py", "--skills-dir", str(skills_root)])
+    ran = invoke("run", "broken_py", "--skills-dir", str(skills_root))
     env = json.loads(ran.stdout)
     assert ran.exit_code == 1 and env["exception_type"] == "SyntaxError"

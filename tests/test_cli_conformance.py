@@ -14,16 +14,15 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import Result
 
-from skillyard.cli import main
+from support.cli import by_name, invoke, list_json, no_traceback, usage_error
+from support.skills import write_skill
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -35,71 +34,10 @@ DEMO_MESSAGE = "把标题为季度总结的笔记保存下来：收入增长 12%
 # helpers
 
 
-@dataclass
-class Out:
-    code: int
-    stdout: str
-    stderr: str
-    exc: BaseException | None
-
-    @property
-    def text(self) -> str:
-        return self.stdout + self.stderr
-
-    def json(self) -> Any:
-        return json.loads(self.stdout)
-
-
-def sy(*args: str) -> Out:
-    """Run the console entry point in this process, as the ``skillyard`` script does."""
-    runner = CliRunner()
-    saved = sys.argv
-    exc: BaseException | None = None
-    with runner.isolation() as streams:
-        sys.argv = ["skillyard", *args]
-        try:
-            main()
-            code = 0
-        except SystemExit as stop:
-            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
-        except Exception as error:  # an escaped exception is what a user would see as a traceback
-            exc, code = error, 1
-        finally:
-            sys.argv = saved
-        out, err = streams[0].getvalue(), streams[1].getvalue()
-    return Out(code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), exc)
-
-
-def proc(*args: str, env: dict[str, str] | None = None, module: bool = False) -> Out:
-    """Run a real ``skillyard`` process (or ``python -m skillyard``)."""
+def proc(*args: str, module: bool = False) -> subprocess.CompletedProcess[str]:
+    """A real ``skillyard`` process (or ``python -m skillyard``), with this test's environment."""
     cmd = [sys.executable, "-m", "skillyard", *args] if module else ["skillyard", *args]
-    full_env = {**os.environ, **(env or {})}
-    done = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=300, cwd=str(ROOT))
-    return Out(done.returncode, done.stdout, done.stderr, None)
-
-
-def no_traceback(out: Out) -> bool:
-    return out.exc is None and "Traceback (most recent call last)" not in out.text
-
-
-def usage_error(out: Out, *needles: str) -> None:
-    assert out.code == 2, (out.code, out.text, out.exc)
-    assert no_traceback(out), out.exc
-    for needle in needles:
-        assert needle in out.text, (needle, out.text)
-
-
-def write_skill(
-    root: Path, name: str, frontmatter: str, files: dict[str, str] | None = None, body: str = "x\n"
-) -> Path:
-    folder = root / name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "SKILL.md").write_text(f"---\n{textwrap.dedent(frontmatter).strip()}\n---\n{body}", encoding="utf-8")
-    for rel, content in (files or {}).items():
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
-    return folder
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=str(ROOT))
 
 
 GREET = """
@@ -158,19 +96,22 @@ def root(tmp_path: Path) -> Path:
         base,
         "greet",
         "name: greet\ndescription: Greets someone\naliases: [hey]\ncategory: people",
-        {"handler.py": GREET, "schema.json": GREET_SCHEMA},
+        files={"handler.py": GREET, "schema.json": GREET_SCHEMA},
     )
-    write_skill(base, "notes", FANOUT_FM, {"handler.py": FANOUT})
-    write_skill(base, "boom", "name: boom\ndescription: Always raises", {"handler.py": BOOM})
+    write_skill(base, "notes", FANOUT_FM, files={"handler.py": FANOUT})
+    write_skill(base, "boom", "name: boom\ndescription: Always raises", files={"handler.py": BOOM})
     write_skill(
-        base, "leaky", "name: leaky\ndescription: Echoes its token", {"handler.py": LEAKY, "schema.json": LEAKY_SCHEMA}
+        base,
+        "leaky",
+        "name: leaky\ndescription: Echoes its token",
+        files={"handler.py": LEAKY, "schema.json": LEAKY_SCHEMA},
     )
-    write_skill(base, "dbuser", "name: dbuser\ndescription: Uses the database", {"handler.py": DBUSER})
+    write_skill(base, "dbuser", "name: dbuser\ndescription: Uses the database", files={"handler.py": DBUSER})
     write_skill(
         base,
         "noisy",
         "name: noisy\ndescription: Writes to stderr\nexec:\n  config: run.sh",
-        {"run.sh": 'echo "NOISY_STDERR_MARK" >&2\necho \'{"ok": true, "said": "yes"}\'\n'},
+        files={"run.sh": 'echo "NOISY_STDERR_MARK" >&2\necho \'{"ok": true, "said": "yes"}\'\n'},
     )
     return base
 
@@ -188,22 +129,12 @@ def state_root(tmp_path: Path) -> tuple[Path, Path]:
         "gated",
         "name: gated\ndescription: g\n"
         "metadata: {openclaw: {requires: {env: [CLI_PROBE_NEED_ME], bins: [no_such_bin_zz]}}}",
-        {"handler.py": "async def execute(i):\n    return {}\n"},
+        files={"handler.py": "async def execute(i):\n    return {}\n"},
     )
     write_skill(first, "know", "name: know\ndescription: k\nskill_type: knowledge")
     write_skill(first, "longdesc", "name: longdesc\ndescription: " + "abcdefghij" * 10)
     write_skill(first, "nodesc", "name: nodesc", body="First body line here\n")
     return first, second
-
-
-def list_json(*args: str) -> list[dict[str, Any]]:
-    out = sy("list", "--json", *args)
-    assert out.code == 0, out.text
-    return out.json()  # type: ignore[no-any-return]
-
-
-def by_name(items: list[dict[str, Any]], name: str, active: bool = True) -> dict[str, Any]:
-    return next(i for i in items if i["name"] == name and i.get("active", True) is active)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -213,13 +144,13 @@ def by_name(items: list[dict[str, Any]], name: str, active: bool = True) -> dict
 def test_version_prints_name_and_version():
     """`--version` | print `skillyard, version X` and exit"""
     out = proc("--version")
-    assert out.code == 0 and re.fullmatch(r"skillyard, version \S+\n", out.stdout), out.text
+    assert out.returncode == 0 and re.fullmatch(r"skillyard, version \S+\n", out.stdout), out.stdout + out.stderr
 
 
 def test_python_dash_m_runs_the_cli():
     """python -m skillyard …          (the same CLI)"""
     out = proc("list", "--no-builtin", "--json", module=True)
-    assert out.code == 0 and json.loads(out.stdout) == []
+    assert out.returncode == 0 and json.loads(out.stdout) == []
 
 
 def test_python_dash_m_version_is_the_same():
@@ -229,7 +160,7 @@ def test_python_dash_m_version_is_the_same():
 
 @pytest.fixture(scope="module")
 def help_text() -> str:
-    return proc("--help").stdout
+    return invoke("--help").stdout
 
 
 @pytest.mark.parametrize(
@@ -263,26 +194,26 @@ def test_help_lists_every_documented_command(help_text, command):
 )
 def test_help_for_any_command(args):
     """`--help` | help for the CLI or any command"""
-    out = sy(*args, "--help")
-    assert out.code == 0 and "Usage:" in out.stdout, out.text
+    out = invoke(*args, "--help")
+    assert out.exit_code == 0 and "Usage:" in out.stdout, out.output
 
 
 def test_unknown_command_is_a_usage_error():
     """2 | usage error: unknown command or option, …"""
-    usage_error(sy("frobnicate"))
+    usage_error(invoke("frobnicate"))
 
 
 @pytest.mark.parametrize("args", [["list", "--frob"], ["run", "x", "--frob"], ["doctor", "--frob"]])
 def test_unknown_option_is_a_usage_error(args):
     """2 | usage error: unknown command or option, …"""
-    usage_error(sy(*args))
+    usage_error(invoke(*args))
 
 
 def test_verbose_logs_subprocess_stderr_lines(root):
     """`-v`, `--verbose` | log to stderr: `-v` info (subprocess stderr lines, …); default: warnings only"""
     loud = proc("-v", "run", "noisy", "--skills-dir", str(root))
     quiet = proc("run", "noisy", "--skills-dir", str(root))
-    assert loud.code == 0 and quiet.code == 0
+    assert loud.returncode == 0 and quiet.returncode == 0
     assert "NOISY_STDERR_MARK" in loud.stderr and "NOISY_STDERR_MARK" not in quiet.stderr
     assert "NOISY_STDERR_MARK" not in loud.stdout
 
@@ -428,12 +359,12 @@ def test_list_missing_description_warns(state_root):
 def test_list_table_header():
     """The table has `NAME`, `TYPE` (skill_type), `EXEC` (exec type or `-`), `STATE`, `WARN` (number of warnings) and
     the first 60 characters of the description."""
-    out = sy("list")
+    out = invoke("list")
     header = out.stdout.splitlines()[0].split()
-    assert out.code == 0 and header[:5] == ["NAME", "TYPE", "EXEC", "STATE", "WARN"], out.stdout
+    assert out.exit_code == 0 and header[:5] == ["NAME", "TYPE", "EXEC", "STATE", "WARN"], out.stdout
 
 
-def _table_rows(out: Out) -> dict[str, list[list[str]]]:
+def _table_rows(out: Result) -> dict[str, list[list[str]]]:
     rows: dict[str, list[list[str]]] = {}
     for line in out.stdout.splitlines()[1:]:
         cells = line.split()
@@ -449,28 +380,28 @@ def test_list_table_state(state_root, monkeypatch, name, state):
     """`STATE` is `error` (the folder could not be read as a skill), `shadowed` …, `ok` (available) or `gated`
     (requirements not met in this environment, or a knowledge skill)."""
     monkeypatch.delenv("CLI_PROBE_NEED_ME", raising=False)
-    out = sy("list", "--skills-dir", str(state_root[0]), "--no-builtin")
-    assert out.code == 0
+    out = invoke("list", "--skills-dir", str(state_root[0]), "--no-builtin")
+    assert out.exit_code == 0
     assert _table_rows(out)[name][0][3] == state, out.stdout
 
 
 def test_list_table_state_shadowed(state_root):
     """`shadowed` (a higher-ranked skill has the same name)"""
     first, second = state_root
-    out = sy("list", "--skills-dir", str(first), "--skills-dir", str(second), "--no-builtin")
+    out = invoke("list", "--skills-dir", str(first), "--skills-dir", str(second), "--no-builtin")
     assert sorted(row[3] for row in _table_rows(out)["dup"]) == ["ok", "shadowed"], out.stdout
 
 
 def test_list_table_exec_dash_and_warn_count(state_root):
     """`EXEC` (exec type or `-`), … `WARN` (number of warnings)"""
-    rows = _table_rows(sy("list", "--skills-dir", str(state_root[0]), "--no-builtin"))
+    rows = _table_rows(invoke("list", "--skills-dir", str(state_root[0]), "--no-builtin"))
     assert rows["know"][0][2] == "-" and rows["gated"][0][2] == "PYTHON"
     assert rows["nodesc"][0][4] == "1"
 
 
 def test_list_table_description_cut_at_60(state_root):
     """… and the first 60 characters of the description."""
-    out = sy("list", "--skills-dir", str(state_root[0]), "--no-builtin")
+    out = invoke("list", "--skills-dir", str(state_root[0]), "--no-builtin")
     line = next(line for line in out.stdout.splitlines() if line.startswith("longdesc"))
     assert ("abcdefghij" * 6) in line and ("abcdefghij" * 6 + "a") not in line
 
@@ -478,7 +409,7 @@ def test_list_table_description_cut_at_60(state_root):
 def test_list_diagnostics_on_stderr(state_root):
     """Then, on stderr, one line per `error`, `warning` and `note` (which folders a skill shadows)."""
     first, second = state_root
-    out = sy("list", "--skills-dir", str(first), "--skills-dir", str(second), "--no-builtin")
+    out = invoke("list", "--skills-dir", str(first), "--skills-dir", str(second), "--no-builtin")
     lines = out.stderr.splitlines()
     assert any(line.startswith("error") and "broken" in line for line in lines), out.stderr
     assert any(line.startswith("warning") and "nodesc" in line for line in lines), out.stderr
@@ -488,14 +419,14 @@ def test_list_diagnostics_on_stderr(state_root):
 
 def test_list_skills_dir_missing_is_usage_error(tmp_path):
     """A `--skills-dir` that does not exist is a usage error."""
-    usage_error(sy("list", "--skills-dir", str(tmp_path / "nope")))
+    usage_error(invoke("list", "--skills-dir", str(tmp_path / "nope")))
 
 
 def test_list_skills_dir_that_is_a_file_is_usage_error(tmp_path):
     """A `--skills-dir` that does not exist is a usage error. (a file is not a folder)"""
     target = tmp_path / "file.txt"
     target.write_text("x")
-    usage_error(sy("list", "--skills-dir", str(target)))
+    usage_error(invoke("list", "--skills-dir", str(target)))
 
 
 def test_skills_dir_ranks_above_skills_path(state_root, monkeypatch):
@@ -532,14 +463,14 @@ SHOW_EXTRA = ["manifest", "tool_description", "input_schema", "tools", "subcomma
 def test_show_json_fields(root, field):
     """`show --json` fields: Everything in `list --json`, plus: manifest, tool_description, input_schema, tools,
     subcommands, secret_params, requires, exec, async, entry"""
-    out = sy("show", "greet", "--json", "--skills-dir", str(root))
-    assert out.code == 0 and field in out.json(), out.text
+    out = invoke("show", "greet", "--json", "--skills-dir", str(root))
+    assert out.exit_code == 0 and field in json.loads(out.stdout), out.output
 
 
 def test_show_json_hides_credentials(root):
     """`input_schema` | the schema models see (credential parameters removed); `secret_params` | the parameters
     treated as credentials"""
-    info = sy("show", "greet", "--json", "--skills-dir", str(root)).json()
+    info = json.loads(invoke("show", "greet", "--json", "--skills-dir", str(root)).stdout)
     assert "api_key" not in info["input_schema"]["properties"] and "who" in info["input_schema"]["properties"]
     assert info["secret_params"] == ["api_key"]
     assert "api_key" not in json.dumps(info["tools"])
@@ -547,25 +478,25 @@ def test_show_json_hides_credentials(root):
 
 def test_show_by_alias(root):
     """One skill by name, alias or tool name"""
-    out = sy("show", "hey", "--json", "--skills-dir", str(root))
-    assert out.code == 0 and out.json()["name"] == "greet"
+    out = invoke("show", "hey", "--json", "--skills-dir", str(root))
+    assert out.exit_code == 0 and json.loads(out.stdout)["name"] == "greet"
 
 
 def test_show_by_tool_name(root):
     """One skill by name, alias or tool name"""
-    out = sy("show", "notes__add", "--json", "--skills-dir", str(root))
-    assert out.code == 0 and out.json()["name"] == "notes"
+    out = invoke("show", "notes__add", "--json", "--skills-dir", str(root))
+    assert out.exit_code == 0 and json.loads(out.stdout)["name"] == "notes"
 
 
 def test_show_unknown_is_exit_2(root):
     """One skill by name, alias or tool name (unknown: exit 2)."""
-    usage_error(sy("show", "no_such_skill", "--skills-dir", str(root)), "no_such_skill")
+    usage_error(invoke("show", "no_such_skill", "--skills-dir", str(root)), "no_such_skill")
 
 
 def test_show_tools_per_subcommand(root):
     """`tools` | list of `{name, subcommand, description, input_schema}`, one per tool name (per subcommand when
     fanned out)"""
-    info = sy("show", "notes", "--json", "--skills-dir", str(root)).json()
+    info = json.loads(invoke("show", "notes", "--json", "--skills-dir", str(root)).stdout)
     tools = {t["name"]: t for t in info["tools"]}
     assert set(tools) == {"notes__add", "notes__list"}
     assert tools["notes__add"]["subcommand"] == "add" and set(tools["notes__add"]) >= {"description", "input_schema"}
@@ -575,47 +506,51 @@ def test_show_tools_per_subcommand(root):
 def test_show_subcommands(root):
     """`subcommands` | `{subcommand: input schema}` from `cli_commands` (credentials removed); `{}` when not fanned
     out"""
-    assert set(sy("show", "notes", "--json", "--skills-dir", str(root)).json()["subcommands"]) == {"add", "list"}
-    assert sy("show", "greet", "--json", "--skills-dir", str(root)).json()["subcommands"] == {}
+    assert set(json.loads(invoke("show", "notes", "--json", "--skills-dir", str(root)).stdout)["subcommands"]) == {
+        "add",
+        "list",
+    }
+    assert json.loads(invoke("show", "greet", "--json", "--skills-dir", str(root)).stdout)["subcommands"] == {}
 
 
 def test_show_tool_description(root):
     """`tool_description` | `[category] description`, or the description"""
     assert (
-        sy("show", "greet", "--json", "--skills-dir", str(root)).json()["tool_description"] == "[people] Greets someone"
+        json.loads(invoke("show", "greet", "--json", "--skills-dir", str(root)).stdout)["tool_description"]
+        == "[people] Greets someone"
     )
 
 
 def test_show_requires_keys(root):
     """`requires` | `{env, optional_env, bins, any_bins, config, os, always, primary_env}`"""
-    requires = sy("show", "greet", "--json", "--skills-dir", str(root)).json()["requires"]
+    requires = json.loads(invoke("show", "greet", "--json", "--skills-dir", str(root)).stdout)["requires"]
     assert set(requires) == {"env", "optional_env", "bins", "any_bins", "config", "os", "always", "primary_env"}
 
 
 def test_show_exec_config_absolute(root):
     """`exec` | `{type, config, command, timeout, python_cli}` (`config` as an absolute path)"""
-    exec_ = sy("show", "noisy", "--json", "--skills-dir", str(root)).json()["exec"]
+    exec_ = json.loads(invoke("show", "noisy", "--json", "--skills-dir", str(root)).stdout)["exec"]
     assert set(exec_) == {"type", "config", "command", "timeout", "python_cli"}
     assert exec_["type"] == "SHELL" and Path(exec_["config"]).is_absolute() and exec_["config"].endswith("run.sh")
 
 
 def test_show_entry(root, state_root):
     """`entry` | the entry function found in a PYTHON module, or null"""
-    assert sy("show", "greet", "--json", "--skills-dir", str(root)).json()["entry"] == "execute"
-    assert sy("show", "know", "--json", "--skills-dir", str(state_root[0])).json()["entry"] is None
+    assert json.loads(invoke("show", "greet", "--json", "--skills-dir", str(root)).stdout)["entry"] == "execute"
+    assert json.loads(invoke("show", "know", "--json", "--skills-dir", str(state_root[0])).stdout)["entry"] is None
 
 
 def test_show_manifest_is_frontmatter(root):
     """`manifest` | the parsed frontmatter"""
-    manifest = sy("show", "greet", "--json", "--skills-dir", str(root)).json()["manifest"]
+    manifest = json.loads(invoke("show", "greet", "--json", "--skills-dir", str(root)).stdout)["manifest"]
     assert manifest["name"] == "greet" and manifest["aliases"] == ["hey"]
 
 
 def test_show_text_fields_in_order(root):
     """The text form prints `name`, `description`, `dir`, `skill_type`, `exec_type`, `category`, `trigger_type`,
     `exposed`, `available`, `aliases`, then each tool with the input schema models see"""
-    out = sy("show", "greet", "--skills-dir", str(root))
-    assert out.code == 0
+    out = invoke("show", "greet", "--skills-dir", str(root))
+    assert out.exit_code == 0
     keys = ["name", "description", "dir", "skill_type", "exec_type", "category", "trigger_type", "exposed"]
     keys += ["available", "aliases"]
     positions = [out.stdout.find(f"{key}:") for key in keys]
@@ -625,13 +560,13 @@ def test_show_text_fields_in_order(root):
 
 def test_show_text_warnings_and_error(state_root):
     """… then warnings and the error."""
-    out = sy("show", "broken", "--skills-dir", str(state_root[0]))
-    assert out.code == 0 and "not terminated" in out.stdout and "warning" in out.stdout.lower()
+    out = invoke("show", "broken", "--skills-dir", str(state_root[0]))
+    assert out.exit_code == 0 and "not terminated" in out.stdout and "warning" in out.stdout.lower()
 
 
 def test_show_skills_dir_missing_is_usage_error(tmp_path):
     """A `--skills-dir` that does not exist is a usage error."""
-    usage_error(sy("show", "x", "--skills-dir", str(tmp_path / "nope")))
+    usage_error(invoke("show", "x", "--skills-dir", str(tmp_path / "nope")))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -640,24 +575,24 @@ def test_show_skills_dir_missing_is_usage_error(tmp_path):
 
 def test_plugins_leaves_builtins_out():
     """Built-in plugins (the executors and the built-in skill root) are left out unless `--all`."""
-    plain = sy("plugins", "--json")
-    assert plain.code == 0 and all(not p["builtin"] for p in plain.json())
+    plain = invoke("plugins", "--json")
+    assert plain.exit_code == 0 and all(not p["builtin"] for p in json.loads(plain.stdout))
 
 
 def test_plugins_all_json_shape():
     """`--json` prints a list of `{name, hooks, builtin, version}`; `version` is the distribution version of an
     entry-point plugin, else null."""
-    out = sy("plugins", "--all", "--json")
-    items = out.json()
-    assert out.code == 0 and items
+    out = invoke("plugins", "--all", "--json")
+    items = json.loads(out.stdout)
+    assert out.exit_code == 0 and items
     assert all(set(i) == {"name", "hooks", "builtin", "version"} for i in items)
     assert any(i["builtin"] and i["version"] is None and i["hooks"] for i in items)
 
 
 def test_plugins_all_text_names_hooks():
     """Loaded plugins and the hooks each implements."""
-    out = sy("plugins", "--all")
-    assert out.code == 0 and "register_exec_types" in out.stdout and "register_commands" in out.stdout
+    out = invoke("plugins", "--all")
+    assert out.exit_code == 0 and "register_exec_types" in out.stdout and "register_commands" in out.stdout
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -666,90 +601,90 @@ def test_plugins_all_text_names_hooks():
 
 def test_run_prints_one_json_line_and_exit_0(root):
     """prints its envelope as one line of JSON on stdout … Exit 0 when `ok` is true"""
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "Ada"}')
-    assert out.code == 0 and out.stdout.count("\n") == 1
-    env = out.json()
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", '{"who": "Ada"}')
+    assert out.exit_code == 0 and out.stdout.count("\n") == 1
+    env = json.loads(out.stdout)
     assert env["ok"] is True and env["greeting"] == "hi Ada"
 
 
 def test_run_failure_exit_1(root):
     """Exit 0 when `ok` is true, 1 when false"""
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", "{}")
-    env = out.json()
-    assert out.code == 1 and env["ok"] is False and env["need_param"] == "who"
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", "{}")
+    env = json.loads(out.stdout)
+    assert out.exit_code == 1 and env["ok"] is False and env["need_param"] == "who"
 
 
 def test_run_exception_is_an_envelope_exit_1(root):
     """1 | `run`: the skill ran or was refused and the envelope has `ok: false`"""
-    out = sy("run", "boom", "--skills-dir", str(root))
-    env = out.json()
-    assert out.code == 1 and env["ok"] is False and env["exception_type"] == "ValueError"
+    out = invoke("run", "boom", "--skills-dir", str(root))
+    env = json.loads(out.stdout)
+    assert out.exit_code == 1 and env["ok"] is False and env["exception_type"] == "ValueError"
     assert "Traceback" not in out.stdout
 
 
 def test_run_needs_config_exit_1(state_root, monkeypatch):
     """A `needs_config` result is a failure (exit 1 on the CLI)."""
     monkeypatch.delenv("CLI_PROBE_NEED_ME", raising=False)
-    out = sy("run", "gated", "--skills-dir", str(state_root[0]))
-    assert out.code == 1 and "CLI_PROBE_NEED_ME" in out.json()["needs_config"]
+    out = invoke("run", "gated", "--skills-dir", str(state_root[0]))
+    assert out.exit_code == 1 and "CLI_PROBE_NEED_ME" in json.loads(out.stdout)["needs_config"]
 
 
 def test_run_knowledge_is_refused_exit_1(state_root):
     """1 | `run`: the skill ran or was refused and the envelope has `ok: false`"""
-    out = sy("run", "know", "--skills-dir", str(state_root[0]))
-    assert out.code == 1 and out.json()["ok"] is False
+    out = invoke("run", "know", "--skills-dir", str(state_root[0]))
+    assert out.exit_code == 1 and json.loads(out.stdout)["ok"] is False
 
 
 def test_run_logs_go_to_stderr(root):
     """prints its envelope as one line of JSON on stdout. Logs go to stderr."""
     out = proc("-v", "run", "noisy", "--skills-dir", str(root))
-    assert out.code == 0 and json.loads(out.stdout)["said"] == "yes" and out.stdout.count("\n") == 1
+    assert out.returncode == 0 and json.loads(out.stdout)["said"] == "yes" and out.stdout.count("\n") == 1
 
 
 def test_run_by_alias(root):
     """Runs a skill by name, alias or tool name"""
-    out = sy("run", "hey", "--skills-dir", str(root), "--input", '{"who": "B"}')
-    assert out.code == 0 and out.json()["greeting"] == "hi B"
+    out = invoke("run", "hey", "--skills-dir", str(root), "--input", '{"who": "B"}')
+    assert out.exit_code == 0 and json.loads(out.stdout)["greeting"] == "hi B"
 
 
 def test_run_tool_name_restores_subcommand(root):
     """(`notes__add` restores the subcommand)"""
-    out = sy("run", "notes__add", "--skills-dir", str(root), "--input", '{"text": "milk"}')
-    assert out.code == 0 and out.json()["sub"] == "add" and out.json()["text"] == "milk"
+    out = invoke("run", "notes__add", "--skills-dir", str(root), "--input", '{"text": "milk"}')
+    assert out.exit_code == 0 and json.loads(out.stdout)["sub"] == "add" and json.loads(out.stdout)["text"] == "milk"
 
 
 def test_run_tool_name_validates_subcommand_schema(root):
     """Running a fan-out tool name restores `input["_subcommand"]` and validates against that subcommand's schema"""
-    out = sy("run", "notes__add", "--skills-dir", str(root))
-    assert out.code == 1 and out.json()["need_param"] == "text"
+    out = invoke("run", "notes__add", "--skills-dir", str(root))
+    assert out.exit_code == 1 and json.loads(out.stdout)["need_param"] == "text"
 
 
 def test_run_unknown_skill_exit_2(root):
     """2 | usage error: … unknown skill"""
-    usage_error(sy("run", "nope_not_here", "--skills-dir", str(root)), "nope_not_here")
+    usage_error(invoke("run", "nope_not_here", "--skills-dir", str(root)), "nope_not_here")
 
 
 def test_run_missing_name_exit_2():
     """2 | usage error: unknown command or option …"""
-    usage_error(sy("run"))
+    usage_error(invoke("run"))
 
 
 @pytest.mark.parametrize("value", ["{who", "[1, 2]", '"text"', "null", "42", ""])
 def test_run_input_not_an_object_exit_2(root, value):
     """2 | usage error: … `--input`/`--context` not a JSON object or unreadable file"""
-    usage_error(sy("run", "greet", "--skills-dir", str(root), "--input", value), "--input")
+    usage_error(invoke("run", "greet", "--skills-dir", str(root), "--input", value), "--input")
 
 
 @pytest.mark.parametrize("value", ["{x", "[1]", '"s"', "true"])
 def test_run_context_not_an_object_exit_2(root, value):
     """2 | usage error: … `--input`/`--context` not a JSON object or unreadable file"""
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "a"}', "--context", value)
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", '{"who": "a"}', "--context", value)
     usage_error(out, "--context")
 
 
 def test_run_bad_json_message_says_the_fix(root):
     """`run` … 2 on usage errors (unknown skill, bad JSON), with a message that says what to fix. (issue 2)"""
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", "{who")
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", "{who")
     usage_error(out)
     assert "JSON" in out.stderr and "Traceback" not in out.stderr
 
@@ -757,156 +692,160 @@ def test_run_bad_json_message_says_the_fix(root):
 def test_run_input_from_file(root, tmp_path):
     """`--input` | the input: a JSON object inline, or `@path` to a JSON file (default `{}`)"""
     (tmp_path / "in.json").write_text('{"who": "File"}', encoding="utf-8")
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", f"@{tmp_path / 'in.json'}")
-    assert out.code == 0 and out.json()["greeting"] == "hi File"
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", f"@{tmp_path / 'in.json'}")
+    assert out.exit_code == 0 and json.loads(out.stdout)["greeting"] == "hi File"
 
 
 def test_run_input_from_file_with_bom(root, tmp_path):
     """`--input` | … or `@path` to a JSON file"""
     (tmp_path / "in.json").write_bytes(b"\xef\xbb\xbf" + b'{"who": "Bom"}')
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", f"@{tmp_path / 'in.json'}")
-    assert out.code == 0 and out.json()["greeting"] == "hi Bom"
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", f"@{tmp_path / 'in.json'}")
+    assert out.exit_code == 0 and json.loads(out.stdout)["greeting"] == "hi Bom"
 
 
 def test_run_context_from_file(root, tmp_path):
     """`--context` | `runtime_context` fields: a JSON object or `@path`"""
     (tmp_path / "ctx.json").write_text('{"actor_name": "Ada", "session_id": "s1"}', encoding="utf-8")
-    out = sy(
+    out = invoke(
         "run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--context", f"@{tmp_path / 'ctx.json'}"
     )
-    assert out.code == 0 and out.json()["actor"] == "Ada" and out.json()["session"] == "s1"
+    assert out.exit_code == 0 and json.loads(out.stdout)["actor"] == "Ada" and json.loads(out.stdout)["session"] == "s1"
 
 
 @pytest.mark.parametrize("option", ["--input", "--context"])
 def test_run_at_missing_file_exit_2(root, tmp_path, option):
     """2 | usage error: … `--input`/`--context` not a JSON object or unreadable file"""
     args = ["run", "greet", "--skills-dir", str(root), option, f"@{tmp_path / 'missing.json'}"]
-    usage_error(sy(*args), option)
+    usage_error(invoke(*args), option)
 
 
 @pytest.mark.parametrize("option", ["--input", "--context"])
 def test_run_at_directory_exit_2(root, tmp_path, option):
     """2 | usage error: … `--input`/`--context` not a JSON object or unreadable file"""
-    usage_error(sy("run", "greet", "--skills-dir", str(root), option, f"@{tmp_path}"), option)
+    usage_error(invoke("run", "greet", "--skills-dir", str(root), option, f"@{tmp_path}"), option)
 
 
 @pytest.mark.parametrize("option", ["--input", "--context"])
 def test_run_at_file_not_an_object_exit_2(root, tmp_path, option):
     """2 | usage error: … `--input`/`--context` not a JSON object or unreadable file"""
     (tmp_path / "list.json").write_text("[1, 2]", encoding="utf-8")
-    usage_error(sy("run", "greet", "--skills-dir", str(root), option, f"@{tmp_path / 'list.json'}"), option)
+    usage_error(invoke("run", "greet", "--skills-dir", str(root), option, f"@{tmp_path / 'list.json'}"), option)
 
 
 @pytest.mark.parametrize("option", ["--input", "--context"])
 def test_run_at_file_not_utf8_exit_2(root, tmp_path, option):
     """2 | usage error: … `--input`/`--context` not a JSON object or unreadable file"""
     (tmp_path / "latin1.json").write_bytes(b'{"who": "Jos\xe9"}')
-    usage_error(sy("run", "greet", "--skills-dir", str(root), option, f"@{tmp_path / 'latin1.json'}"), option)
+    usage_error(invoke("run", "greet", "--skills-dir", str(root), option, f"@{tmp_path / 'latin1.json'}"), option)
 
 
 def test_run_input_default_is_empty_object(root):
     """`--input` | … (default `{}`)"""
-    out = sy("run", "notes__list", "--skills-dir", str(root))
-    assert out.code == 0 and out.json()["sub"] == "list"
+    out = invoke("run", "notes__list", "--skills-dir", str(root))
+    assert out.exit_code == 0 and json.loads(out.stdout)["sub"] == "list"
 
 
 def test_run_skills_dir_missing_exit_2(tmp_path):
     """2 | usage error: … missing `--skills-dir`"""
-    usage_error(sy("run", "greet", "--skills-dir", str(tmp_path / "nope")))
+    usage_error(invoke("run", "greet", "--skills-dir", str(tmp_path / "nope")))
 
 
 def test_run_workspace_created_if_missing(root, tmp_path):
     """`--workspace DIR` | the run's `workspace_dir` (created if missing)"""
     ws = tmp_path / "a" / "b" / "ws"
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--workspace", str(ws))
-    assert out.code == 0 and Path(out.json()["ws"]).resolve() == ws.resolve() and ws.is_dir()
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--workspace", str(ws))
+    assert out.exit_code == 0 and Path(json.loads(out.stdout)["ws"]).resolve() == ws.resolve() and ws.is_dir()
 
 
 def test_run_workspace_that_is_a_file_exit_2(root, tmp_path):
     """2 | usage error … (a workspace that is a file cannot be the run's folder)"""
     target = tmp_path / "f.txt"
     target.write_text("x")
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--workspace", str(target))
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--workspace", str(target))
     usage_error(out)
 
 
 def test_run_default_workspace(root, home):
     """default `SKILLYARD_HOME/workspaces/<session_id or default>`"""
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}')
-    assert Path(out.json()["ws"]).resolve() == (home / "workspaces" / "default").resolve()
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}')
+    assert Path(json.loads(out.stdout)["ws"]).resolve() == (home / "workspaces" / "default").resolve()
 
 
 def test_run_session_workspace(root, home):
     """`--session ID` | the session: its workspace and attachments"""
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--session", "sess-1")
-    env = out.json()
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--session", "sess-1")
+    env = json.loads(out.stdout)
     assert Path(env["ws"]).resolve() == (home / "workspaces" / "sess-1").resolve() and env["session"] == "sess-1"
 
 
 def test_run_context_session_same_as_session(root, home):
     """`--session ID` | … (same as `"session_id"` in `--context`)"""
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--context", '{"session_id": "c-9"}')
-    assert Path(out.json()["ws"]).resolve() == (home / "workspaces" / "c-9").resolve()
+    out = invoke(
+        "run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--context", '{"session_id": "c-9"}'
+    )
+    assert Path(json.loads(out.stdout)["ws"]).resolve() == (home / "workspaces" / "c-9").resolve()
 
 
 @pytest.mark.parametrize("session", ["../escape", "", "a/b", ".hidden", "x" * 129, "sp ace"])
 def test_run_unsafe_session_exit_2(root, session):
     """2 | usage error: … unsafe `session_id`"""
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--session", session)
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--session", session)
     usage_error(out)
 
 
 def test_run_unsafe_session_in_context_exit_2(root):
     """2 | usage error: … unsafe `session_id`"""
     ctx = '{"session_id": "../../etc"}'
-    usage_error(sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--context", ctx))
+    usage_error(invoke("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--context", ctx))
 
 
 def test_run_unsafe_session_message_says_the_rule(root):
     """A session id must be 1–128 letters, digits, `_`, `-` or `.`, starting with a letter or digit; anything else is
     refused with that explanation."""
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--session", "../x")
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--session", "../x")
     usage_error(out, "128")
 
 
 def test_run_context_actor_reaches_skill(root):
     """`--context` | `runtime_context` fields: … e.g. `{"role_id": "sales", "actor_name": "Ada", "session_id": "s1"}`"""
     ctx = '{"role_id": "sales", "actor_name": "Ada"}'
-    env = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--context", ctx).json()
+    env = json.loads(
+        invoke("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--context", ctx).stdout
+    )
     assert env["actor"] == "Ada" and env["role"] == "sales"
 
 
 def test_run_credential_in_input_is_dropped(root):
     """Credentials the caller passes in the input are dropped and taken from configs."""
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x", "api_key": "sk-passed-in-input"}')
-    assert out.code == 0 and "sk-passed-in-input" not in out.stdout
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x", "api_key": "sk-passed-in-input"}')
+    assert out.exit_code == 0 and "sk-passed-in-input" not in out.stdout
 
 
 def test_run_example_hello():
     """$ skillyard run hello --skills-dir examples --input '{"who": "Ada"}'"""
-    out = sy("run", "hello", "--skills-dir", str(EXAMPLES), "--input", '{"who": "Ada"}')
-    env = out.json()
-    assert out.code == 0 and env["ok"] is True and env["greeting"] == "Hello, Ada!" and env["success"] is True
+    out = invoke("run", "hello", "--skills-dir", str(EXAMPLES), "--input", '{"who": "Ada"}')
+    env = json.loads(out.stdout)
+    assert out.exit_code == 0 and env["ok"] is True and env["greeting"] == "Hello, Ada!" and env["success"] is True
 
 
 def test_run_example_guestbook_failure(db_env):
     """$ skillyard run guestbook --skills-dir examples --input '{"name": "", "message": "Hi"}'; echo $? … 1"""
-    out = sy("run", "guestbook", "--skills-dir", str(EXAMPLES), "--input", '{"name": "", "message": "Hi"}')
-    env = out.json()
-    assert out.code == 1 and env["need_param"] == "name" and env["error_type"] == "recoverable"
+    out = invoke("run", "guestbook", "--skills-dir", str(EXAMPLES), "--input", '{"name": "", "message": "Hi"}')
+    env = json.loads(out.stdout)
+    assert out.exit_code == 1 and env["need_param"] == "name" and env["error_type"] == "recoverable"
     assert env["skill"] == "guestbook" and "call 'guestbook' again" in env["error"]
 
 
 def test_run_shell_example():
     """skillyard run shout --skills-dir examples --input '{"text": "hi", "times": 2}'       # a shell skill"""
-    out = sy("run", "shout", "--skills-dir", str(EXAMPLES), "--input", '{"text": "hi", "times": 2}')
-    assert out.code == 0 and "HI" in out.stdout
+    out = invoke("run", "shout", "--skills-dir", str(EXAMPLES), "--input", '{"text": "hi", "times": 2}')
+    assert out.exit_code == 0 and "HI" in out.stdout
 
 
 def test_run_python_cli_example():
     """skillyard run word_count --skills-dir examples --input '{"text": "one two three"}'   # a Python CLI skill"""
-    out = sy("run", "word_count", "--skills-dir", str(EXAMPLES), "--input", '{"text": "one two three"}')
-    assert out.code == 0 and out.json()["ok"] is True and "3" in out.stdout
+    out = invoke("run", "word_count", "--skills-dir", str(EXAMPLES), "--input", '{"text": "one two three"}')
+    assert out.exit_code == 0 and json.loads(out.stdout)["ok"] is True and "3" in out.stdout
 
 
 # --- attachments from the command line
@@ -915,7 +854,9 @@ def test_run_python_cli_example():
 def test_run_attach_needs_a_session(root, tmp_path):
     """`--attach PATH` | register a file as an attachment of the session before the run (repeatable; needs a session)"""
     (tmp_path / "p.png").write_bytes(b"\x89PNG")
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--attach", str(tmp_path / "p.png"))
+    out = invoke(
+        "run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--attach", str(tmp_path / "p.png")
+    )
     usage_error(out, "session")
 
 
@@ -925,8 +866,8 @@ def test_run_attach_prints_ids_on_stderr(db_env, root, tmp_path):
     (tmp_path / "d.txt").write_text("doc")
     session = "att-" + uuid.uuid4().hex[:8]
     args = ["run", "greet", "--skills-dir", str(root), "--input", '{"who": "img_1"}', "--session", session]
-    out = sy(*args, "--attach", str(tmp_path / "p.png"), "--attach", str(tmp_path / "d.txt"))
-    assert out.code == 0, out.text
+    out = invoke(*args, "--attach", str(tmp_path / "p.png"), "--attach", str(tmp_path / "d.txt"))
+    assert out.exit_code == 0, out.output
     assert f"attached img_1: {(tmp_path / 'p.png').resolve()}" in out.stderr
     assert f"attached file_1: {(tmp_path / 'd.txt').resolve()}" in out.stderr
     assert "attached" not in out.stdout
@@ -937,8 +878,8 @@ def test_run_attach_ref_usable_in_input(db_env, root, tmp_path):
     (tmp_path / "p.png").write_bytes(b"\x89PNG")
     session = "att-" + uuid.uuid4().hex[:8]
     args = ["run", "greet", "--skills-dir", str(root), "--input", '{"who": "img_1"}', "--session", session]
-    out = sy(*args, "--attach", str(tmp_path / "p.png"))
-    assert out.json()["greeting"] == f"hi {(tmp_path / 'p.png').resolve()}"
+    out = invoke(*args, "--attach", str(tmp_path / "p.png"))
+    assert json.loads(out.stdout)["greeting"] == f"hi {(tmp_path / 'p.png').resolve()}"
 
 
 def test_run_attach_with_context_session(db_env, root, tmp_path):
@@ -946,14 +887,14 @@ def test_run_attach_with_context_session(db_env, root, tmp_path):
     (tmp_path / "p.png").write_bytes(b"\x89PNG")
     ctx = json.dumps({"session_id": "att-" + uuid.uuid4().hex[:8]})
     args = ["run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--context", ctx]
-    out = sy(*args, "--attach", str(tmp_path / "p.png"))
-    assert out.code == 0 and "attached img_1:" in out.stderr, out.text
+    out = invoke(*args, "--attach", str(tmp_path / "p.png"))
+    assert out.exit_code == 0 and "attached img_1:" in out.stderr, out.output
 
 
 def test_run_attach_missing_file_exit_2(root, tmp_path):
     """2 | usage error … (an --attach path that does not exist)"""
     args = ["run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}', "--session", "s"]
-    usage_error(sy(*args, "--attach", str(tmp_path / "missing.png")))
+    usage_error(invoke(*args, "--attach", str(tmp_path / "missing.png")))
 
 
 # --- host errors around a run
@@ -962,40 +903,40 @@ def test_run_attach_missing_file_exit_2(root, tmp_path):
 def test_run_database_unreachable_exit_2(root, monkeypatch):
     """2 | … host errors raised around a run (database unreachable, …)"""
     monkeypatch.setenv("SKILLYARD_DATABASE_URL", "postgresql://probe:probe-pass-1@127.0.0.1:1/nodb")
-    out = sy("run", "dbuser", "--skills-dir", str(root))
+    out = invoke("run", "dbuser", "--skills-dir", str(root))
     usage_error(out, "SKILLYARD_DATABASE_URL")
-    assert "probe-pass-1" not in out.text
+    assert "probe-pass-1" not in out.output
 
 
 def test_run_database_bad_scheme_exit_2(root, monkeypatch):
     """`SKILLYARD_DATABASE_URL` | … Any other scheme is an error."""
     monkeypatch.setenv("SKILLYARD_DATABASE_URL", "mysql://probe:probe-pass-2@127.0.0.1/nodb")
-    out = sy("run", "dbuser", "--skills-dir", str(root))
+    out = invoke("run", "dbuser", "--skills-dir", str(root))
     usage_error(out, "SKILLYARD_DATABASE_URL")
-    assert "probe-pass-2" not in out.text
+    assert "probe-pass-2" not in out.output
 
 
 def test_run_with_database(db_env, root):
     """`db` is a live SQLAlchemy `AsyncSession` … a skill that uses `db`"""
-    out = sy("run", "dbuser", "--skills-dir", str(root))
-    assert out.code == 0 and out.json()["has_db"] is True
+    out = invoke("run", "dbuser", "--skills-dir", str(root))
+    assert out.exit_code == 0 and json.loads(out.stdout)["has_db"] is True
 
 
 @pytest.mark.parametrize("variable", ["SKILLYARD_WALL_CLOCK", "SKILLYARD_SUBPROCESS_TIMEOUT"])
 def test_bad_timeout_variable_names_it(root, monkeypatch, variable):
     """The timeouts must be numbers; anything else stops skillyard with a message naming the variable."""
     monkeypatch.setenv(variable, "soon")
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}')
-    assert out.code != 0 and no_traceback(out) and variable in out.stderr and not out.stdout
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}')
+    assert out.exit_code != 0 and no_traceback(out) and variable in out.stderr and not out.stdout
 
 
 def test_run_bad_secret_key_names_it(root, monkeypatch):
     """host errors raised around a run (… a secret that cannot be decrypted)"""
     monkeypatch.setenv("SKILLYARD_SECRET_KEY", "not-a-fernet-key")
-    out = sy("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}')
-    assert out.code in (0, 2) and no_traceback(out)
-    if out.code == 2:
-        assert "SKILLYARD_SECRET_KEY" in out.stderr and "not-a-fernet-key" not in out.text
+    out = invoke("run", "greet", "--skills-dir", str(root), "--input", '{"who": "x"}')
+    assert out.exit_code in (0, 2) and no_traceback(out)
+    if out.exit_code == 2:
+        assert "SKILLYARD_SECRET_KEY" in out.stderr and "not-a-fernet-key" not in out.output
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1005,39 +946,39 @@ def test_run_bad_secret_key_names_it(root, monkeypatch):
 def test_config_set_plain_and_secret(db_env):
     """keys containing `key`, `token`, … are encrypted and reported as `set SKILL.KEY (secret, encrypted)`"""
     skill = "cfg" + uuid.uuid4().hex[:6]
-    out = sy("config", "set", skill, "api_token=abc12345", "units=metric")
-    assert out.code == 0, out.text
+    out = invoke("config", "set", skill, "api_token=abc12345", "units=metric")
+    assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
     assert f"set {skill}.api_token (secret, encrypted)" in lines and f"set {skill}.units" in lines
-    assert "abc12345" not in out.text
+    assert "abc12345" not in out.output
 
 
 def test_config_keys_normalized(db_env):
     """Keys are normalized (`api-token` → `api_token`)"""
     skill = "cfg" + uuid.uuid4().hex[:6]
-    out = sy("config", "set", skill, "api-token=abc12345", "my name=v")
+    out = invoke("config", "set", skill, "api-token=abc12345", "my name=v")
     assert f"{skill}.api_token" in out.stdout and f"{skill}.my_name" in out.stdout
-    listing = sy("config", "list", skill)
+    listing = invoke("config", "list", skill)
     assert "api_token = ********" in listing.stdout and "my_name = v" in listing.stdout
 
 
 def test_config_list_sorted_and_masked(db_env):
     """`list` prints `KEY = VALUE` sorted by key, with credential values shown as `********`."""
     skill = "cfg" + uuid.uuid4().hex[:6]
-    sy("config", "set", skill, "zeta=1", "alpha=2", "db_password=hunter22", "Mid=3")
-    out = sy("config", "list", skill)
-    assert out.code == 0
+    invoke("config", "set", skill, "zeta=1", "alpha=2", "db_password=hunter22", "Mid=3")
+    out = invoke("config", "list", skill)
+    assert out.exit_code == 0
     lines = out.stdout.splitlines()
     assert [line.split(" = ")[0] for line in lines] == sorted(["zeta", "alpha", "db_password", "Mid"])
-    assert "db_password = ********" in lines and "hunter22" not in out.text
+    assert "db_password = ********" in lines and "hunter22" not in out.output
 
 
 @pytest.mark.parametrize("key", ["key", "token", "secret", "password", "credential", "auth"])
 def test_config_credential_substrings_encrypted(db_env, key):
     """keys containing `key`, `token`, `secret`, `password`, `credential` or `auth` are encrypted"""
     skill = "cfg" + uuid.uuid4().hex[:6]
-    out = sy("config", "set", skill, f"My{key.upper()}x=value-{key}-1234")
-    assert "(secret, encrypted)" in out.stdout and f"value-{key}-1234" not in sy("config", "list", skill).stdout
+    out = invoke("config", "set", skill, f"My{key.upper()}x=value-{key}-1234")
+    assert "(secret, encrypted)" in out.stdout and f"value-{key}-1234" not in invoke("config", "list", skill).stdout
 
 
 def test_config_secret_stored_encrypted(db_env, database_url):
@@ -1047,7 +988,7 @@ def test_config_secret_stored_encrypted(db_env, database_url):
     from support.datatable import asyncpg_dsn
 
     skill = "cfg" + uuid.uuid4().hex[:6]
-    sy("config", "set", skill, "api_key=plain-text-never-stored")
+    invoke("config", "set", skill, "api_key=plain-text-never-stored")
 
     async def read() -> list[Any]:
         conn = await asyncpg.connect(asyncpg_dsn(database_url))
@@ -1064,7 +1005,7 @@ def test_config_secret_key_file_mode(db_env, home, monkeypatch):
     """The key is `SKILLYARD_SECRET_KEY` if set, else `SKILLYARD_HOME/secret.key`, created with mode 0600 the first
     time a secret is stored."""
     monkeypatch.delenv("SKILLYARD_SECRET_KEY", raising=False)
-    sy("config", "set", "cfg" + uuid.uuid4().hex[:6], "token=abcd1234")
+    invoke("config", "set", "cfg" + uuid.uuid4().hex[:6], "token=abcd1234")
     key_file = home / "secret.key"
     assert key_file.is_file() and (key_file.stat().st_mode & 0o777) == 0o600
 
@@ -1072,110 +1013,113 @@ def test_config_secret_key_file_mode(db_env, home, monkeypatch):
 def test_config_set_replaces(db_env):
     """Setting a key again replaces it."""
     skill = "cfg" + uuid.uuid4().hex[:6]
-    sy("config", "set", skill, "units=metric")
-    sy("config", "set", skill, "units=imperial")
-    assert sy("config", "list", skill).stdout.splitlines() == ["units = imperial"]
+    invoke("config", "set", skill, "units=metric")
+    invoke("config", "set", skill, "units=imperial")
+    assert invoke("config", "list", skill).stdout.splitlines() == ["units = imperial"]
 
 
 @pytest.mark.parametrize("pair", ["nokey", "=value", " =value"])
 def test_config_set_bad_pair_exit_2(db_env, pair):
     """`set` stores each pair (a pair without `=` or with an empty key exits 2)."""
-    usage_error(sy("config", "set", "cfgbad", pair), "KEY=VALUE")
+    usage_error(invoke("config", "set", "cfgbad", pair), "KEY=VALUE")
 
 
 def test_config_bad_pair_stores_nothing(db_env):
     """`set` stores each pair (a pair without `=` or with an empty key exits 2)."""
     skill = "cfg" + uuid.uuid4().hex[:6]
-    out = sy("config", "set", skill, "good=1", "bad")
-    assert out.code == 2 and sy("config", "list", skill).stdout.strip() == ""
+    out = invoke("config", "set", skill, "good=1", "bad")
+    assert out.exit_code == 2 and invoke("config", "list", skill).stdout.strip() == ""
 
 
 def test_config_dash_key_after_double_dash(db_env):
     """A key that starts with `-` is read as an option; put such pairs after `--`."""
     skill = "cfg" + uuid.uuid4().hex[:6]
-    out = sy("config", "set", skill, "--", "--api-token=zz991122")
-    assert out.code == 0 and f"set {skill}.api_token (secret, encrypted)" in out.stdout
+    out = invoke("config", "set", skill, "--", "--api-token=zz991122")
+    assert out.exit_code == 0 and f"set {skill}.api_token (secret, encrypted)" in out.stdout
 
 
 def test_config_unset_keys(db_env):
     """`unset` removes the given keys … and prints `removed N key(s)`."""
     skill = "cfg" + uuid.uuid4().hex[:6]
-    sy("config", "set", skill, "a=1", "b=2", "c=3")
-    out = sy("config", "unset", skill, "a", "b")
-    assert out.code == 0 and out.stdout.strip() == "removed 2 key(s)"
-    assert sy("config", "list", skill).stdout.splitlines() == ["c = 3"]
+    invoke("config", "set", skill, "a=1", "b=2", "c=3")
+    out = invoke("config", "unset", skill, "a", "b")
+    assert out.exit_code == 0 and out.stdout.strip() == "removed 2 key(s)"
+    assert invoke("config", "list", skill).stdout.splitlines() == ["c = 3"]
 
 
 def test_config_unset_all(db_env):
     """`unset` removes … every key of the skill for that role when none is given"""
     skill = "cfg" + uuid.uuid4().hex[:6]
-    sy("config", "set", skill, "a=1", "b=2")
-    sy("config", "set", skill, "a=9", "--role", "other")
-    assert sy("config", "unset", skill).stdout.strip() == "removed 2 key(s)"
-    assert sy("config", "list", skill, "--role", "other").stdout.splitlines() == ["a = 9"]
+    invoke("config", "set", skill, "a=1", "b=2")
+    invoke("config", "set", skill, "a=9", "--role", "other")
+    assert invoke("config", "unset", skill).stdout.strip() == "removed 2 key(s)"
+    assert invoke("config", "list", skill, "--role", "other").stdout.splitlines() == ["a = 9"]
 
 
 def test_config_unset_missing_key_removes_zero(db_env):
     """`unset` … prints `removed N key(s)`."""
-    assert sy("config", "unset", "cfg" + uuid.uuid4().hex[:6], "nothing").stdout.strip() == "removed 0 key(s)"
+    assert invoke("config", "unset", "cfg" + uuid.uuid4().hex[:6], "nothing").stdout.strip() == "removed 0 key(s)"
 
 
 def test_config_roles_are_separate(db_env):
     """Per-role skill configs … `--role` defaults to `$SKILLYARD_ROLE`, else the default role `""`."""
     skill = "cfg" + uuid.uuid4().hex[:6]
-    sy("config", "set", skill, "units=metric", "--role", "sales")
-    assert sy("config", "list", skill).stdout.strip() == ""
-    assert sy("config", "list", skill, "--role", "sales").stdout.splitlines() == ["units = metric"]
+    invoke("config", "set", skill, "units=metric", "--role", "sales")
+    assert invoke("config", "list", skill).stdout.strip() == ""
+    assert invoke("config", "list", skill, "--role", "sales").stdout.splitlines() == ["units = metric"]
 
 
 def test_config_role_from_environment(db_env, monkeypatch):
     """`--role` defaults to `$SKILLYARD_ROLE`"""
     skill = "cfg" + uuid.uuid4().hex[:6]
     monkeypatch.setenv("SKILLYARD_ROLE", "support")
-    sy("config", "set", skill, "units=metric")
+    invoke("config", "set", skill, "units=metric")
     monkeypatch.delenv("SKILLYARD_ROLE")
-    assert sy("config", "list", skill, "--role", "support").stdout.splitlines() == ["units = metric"]
+    assert invoke("config", "list", skill, "--role", "support").stdout.splitlines() == ["units = metric"]
 
 
 def test_config_skill_not_checked_against_catalog(db_env):
     """The skill name is not checked against the catalog."""
-    out = sy("config", "set", "definitely_not_a_skill_" + uuid.uuid4().hex[:6], "a=1")
-    assert out.code == 0
+    out = invoke("config", "set", "definitely_not_a_skill_" + uuid.uuid4().hex[:6], "a=1")
+    assert out.exit_code == 0
 
 
 def test_config_missing_pairs_exit_2(db_env):
     """2 | usage error: unknown command or option … (set needs KEY=VALUE pairs)"""
-    usage_error(sy("config", "set", "x"))
+    usage_error(invoke("config", "set", "x"))
 
 
 def test_config_unreachable_database_exit_2(monkeypatch):
     """2 | … host errors raised around a run (database unreachable, …)"""
     monkeypatch.setenv("SKILLYARD_DATABASE_URL", "postgresql://u:cfg-pass-77@127.0.0.1:1/db")
-    out = sy("config", "list", "x")
+    out = invoke("config", "list", "x")
     usage_error(out)
-    assert "cfg-pass-77" not in out.text
+    assert "cfg-pass-77" not in out.output
 
 
 def test_config_role_reaches_run(db_env, tmp_path):
     """Configs are read for the `role_id` given in `--context` (default role `""`)."""
     skill = "leaky" + uuid.uuid4().hex[:6]
     write_skill(
-        tmp_path / "cr", skill, f"name: {skill}\ndescription: d", {"handler.py": GREET, "schema.json": GREET_SCHEMA}
+        tmp_path / "cr",
+        skill,
+        f"name: {skill}\ndescription: d",
+        files={"handler.py": GREET, "schema.json": GREET_SCHEMA},
     )
-    sy("config", "set", skill, "api_key=role-secret-value", "--role", "sales")
+    invoke("config", "set", skill, "api_key=role-secret-value", "--role", "sales")
     base = ["run", skill, "--skills-dir", str(tmp_path / "cr"), "--input", '{"who": "x"}']
-    default = sy(*base)
-    assert default.code == 0 and default.json()["got_key"] is None
-    sales = sy(*base, "--context", '{"role_id": "sales"}')
-    assert sales.code == 0  # the value reached the skill; whether it is echoed is the skill's business
-    assert sales.json()["got_key"] in ("role-secret-value", "***")
+    default = invoke(*base)
+    assert default.exit_code == 0 and json.loads(default.stdout)["got_key"] is None
+    sales = invoke(*base, "--context", '{"role_id": "sales"}')
+    assert sales.exit_code == 0  # the value reached the skill; whether it is echoed is the skill's business
+    assert json.loads(sales.stdout)["got_key"] in ("role-secret-value", "***")
 
 
 def test_run_failure_scrubs_credentials(db_env, root):
     """Credential values (4 characters or more) are replaced by `***` in a failure's `error`"""
-    sy("config", "set", "leaky", "api_token=Sup3rS3cretValue")
-    out = sy("run", "leaky", "--skills-dir", str(root))
-    assert out.code == 1 and "Sup3rS3cretValue" not in out.text and "***" in out.json()["error"]
+    invoke("config", "set", "leaky", "api_token=Sup3rS3cretValue")
+    out = invoke("run", "leaky", "--skills-dir", str(root))
+    assert out.exit_code == 1 and "Sup3rS3cretValue" not in out.output and "***" in json.loads(out.stdout)["error"]
 
 
 def test_run_undecryptable_secret_exit_2(db_env, root, monkeypatch):
@@ -1183,11 +1127,11 @@ def test_run_undecryptable_secret_exit_2(db_env, root, monkeypatch):
     with a message saying so (set them again, or restore the key)"""
     from cryptography.fernet import Fernet
 
-    sy("config", "set", "leaky", "api_token=EncryptedWithKeyA")
+    invoke("config", "set", "leaky", "api_token=EncryptedWithKeyA")
     monkeypatch.setenv("SKILLYARD_SECRET_KEY", Fernet.generate_key().decode())
-    out = sy("run", "leaky", "--skills-dir", str(root))
+    out = invoke("run", "leaky", "--skills-dir", str(root))
     usage_error(out, "key")
-    assert "EncryptedWithKeyA" not in out.text
+    assert "EncryptedWithKeyA" not in out.output
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1196,25 +1140,25 @@ def test_run_undecryptable_secret_exit_2(db_env, root, monkeypatch):
 
 def test_artifacts_needs_session():
     """skillyard artifacts --session ID [--json]"""
-    usage_error(sy("artifacts"))
+    usage_error(invoke("artifacts"))
 
 
 @pytest.mark.parametrize("session", ["../x", "a b", ""])
 def test_artifacts_unsafe_session_exit_2(session):
     """A session id that is not a safe name is a usage error (exit 2)."""
-    usage_error(sy("artifacts", "--session", session))
+    usage_error(invoke("artifacts", "--session", session))
 
 
 def test_artifacts_empty_session_json(db_env):
     """`--json` prints an array of objects"""
-    out = sy("artifacts", "--session", "empty-" + uuid.uuid4().hex[:8], "--json")
-    assert out.code == 0 and out.json() == []
+    out = invoke("artifacts", "--session", "empty-" + uuid.uuid4().hex[:8], "--json")
+    assert out.exit_code == 0 and json.loads(out.stdout) == []
 
 
 def test_artifacts_empty_session_text(db_env):
     """Lists a session's attachments (none: a line saying so, exit 0)"""
-    out = sy("artifacts", "--session", "empty-" + uuid.uuid4().hex[:8])
-    assert out.code == 0 and no_traceback(out)
+    out = invoke("artifacts", "--session", "empty-" + uuid.uuid4().hex[:8])
+    assert out.exit_code == 0 and no_traceback(out)
 
 
 @pytest.fixture
@@ -1222,7 +1166,7 @@ def attached(db_env, root, tmp_path) -> tuple[str, Path]:
     session = "art-" + uuid.uuid4().hex[:8]
     image = tmp_path / "photo.png"
     image.write_bytes(b"\x89PNG-not-really")
-    out = sy(
+    out = invoke(
         "run",
         "greet",
         "--skills-dir",
@@ -1234,7 +1178,7 @@ def attached(db_env, root, tmp_path) -> tuple[str, Path]:
         "--attach",
         str(image),
     )
-    assert out.code == 0, out.text
+    assert out.exit_code == 0, out.output
     return session, image
 
 
@@ -1245,7 +1189,7 @@ def test_artifacts_json_fields(attached):
     from datetime import datetime, timedelta
 
     session, image = attached
-    items = sy("artifacts", "--session", session, "--json").json()
+    items = json.loads(invoke("artifacts", "--session", session, "--json").stdout)
     assert len(items) == 1
     item = items[0]
     assert set(item) >= {"ref", "type", "filename", "local_path", "url", "size", "sha256", "skill", "created_at"}
@@ -1259,18 +1203,25 @@ def test_artifacts_json_fields(attached):
 def test_artifacts_table(attached):
     """The table shows ref, type, file name, size, producing skill and path"""
     session, image = attached
-    out = sy("artifacts", "--session", session)
-    assert out.code == 0 and "img_1" in out.stdout and "photo.png" in out.stdout and str(image.resolve()) in out.stdout
+    out = invoke("artifacts", "--session", session)
+    assert (
+        out.exit_code == 0
+        and "img_1" in out.stdout
+        and "photo.png" in out.stdout
+        and str(image.resolve()) in out.stdout
+    )
 
 
 def test_artifacts_lists_produced_files(db_env):
     """Lists a session's attachments: uploads (`--attach`, `yard.attach`) and the files its skills produced."""
     session = "rep-" + uuid.uuid4().hex[:8]
-    out = sy("run", "word_report", "--skills-dir", str(EXAMPLES), "--session", session, "--input", '{"text": "a b a"}')
-    assert out.code == 0, out.text
-    items = sy("artifacts", "--session", session, "--json").json()
+    out = invoke(
+        "run", "word_report", "--skills-dir", str(EXAMPLES), "--session", session, "--input", '{"text": "a b a"}'
+    )
+    assert out.exit_code == 0, out.output
+    items = json.loads(invoke("artifacts", "--session", session, "--json").stdout)
     assert [(i["ref"], i["type"], i["skill"]) for i in items] == [("file_1", "file", "word_report")]
-    assert "word_report" in sy("artifacts", "--session", session).stdout
+    assert "word_report" in invoke("artifacts", "--session", session).stdout
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1279,45 +1230,45 @@ def test_artifacts_lists_produced_files(db_env):
 
 def test_validate_clean_root_exit_0():
     """Exit 1 when any skill has an error or when no skill folder is found; warnings alone exit 0."""
-    out = sy("validate", str(EXAMPLES))
-    assert out.code == 0, out.text
+    out = invoke("validate", str(EXAMPLES))
+    assert out.exit_code == 0, out.output
 
 
 def test_validate_single_skill_folder(root):
     """Each `PATH` is a root (a folder of skills) or a single skill folder."""
-    out = sy("validate", "--json", str(root / "greet"))
-    assert out.code == 0 and [r["name"] for r in out.json()] == ["greet"]
+    out = invoke("validate", "--json", str(root / "greet"))
+    assert out.exit_code == 0 and [r["name"] for r in json.loads(out.stdout)] == ["greet"]
 
 
 def test_validate_json_shape(root):
     """`--json` prints a list of `{name, dir, errors, warnings, secret_params}`."""
-    out = sy("validate", "--json", str(root))
-    reports = out.json()
+    out = invoke("validate", "--json", str(root))
+    reports = json.loads(out.stdout)
     assert reports and all(set(r) == {"name", "dir", "errors", "warnings", "secret_params"} for r in reports)
 
 
 def test_validate_secret_params_listed(root):
     """Warnings: … each parameter the credential rule matched with what was decided (`x-secret`)."""
-    report = next(r for r in sy("validate", "--json", str(root)).json() if r["name"] == "greet")
+    report = next(r for r in json.loads(invoke("validate", "--json", str(root)).stdout) if r["name"] == "greet")
     assert report["secret_params"] == ["api_key"] or "api_key" in json.dumps(report["secret_params"])
 
 
 def test_validate_empty_folder_exit_1(tmp_path):
     """Exit 1 … when no skill folder is found"""
     (tmp_path / "empty").mkdir()
-    out = sy("validate", str(tmp_path / "empty"))
-    assert out.code == 1 and no_traceback(out)
+    out = invoke("validate", str(tmp_path / "empty"))
+    assert out.exit_code == 1 and no_traceback(out)
 
 
 def test_validate_missing_path_is_not_success(tmp_path):
     """Exit 1 … when no skill folder is found (a path that does not exist finds none)"""
-    out = sy("validate", str(tmp_path / "nope"))
-    assert out.code in (1, 2) and no_traceback(out)
+    out = invoke("validate", str(tmp_path / "nope"))
+    assert out.exit_code in (1, 2) and no_traceback(out)
 
 
 def test_validate_needs_a_path():
     """skillyard validate PATH... [--json]"""
-    usage_error(sy("validate"))
+    usage_error(invoke("validate"))
 
 
 VALIDATE_ERRORS = {
@@ -1356,10 +1307,10 @@ def test_validate_errors(tmp_path, name):
     frontmatter, files, needle = VALIDATE_ERRORS[name]
     if name == "stdoutlog":
         frontmatter += "\nexec:\n  config: main.py"
-    folder = write_skill(tmp_path / "v", name, frontmatter, files)
-    out = sy("validate", "--json", str(folder))
-    assert out.code == 1, out.text
-    errors = " ".join(out.json()[0]["errors"])
+    folder = write_skill(tmp_path / "v", name, frontmatter, files=files)
+    out = invoke("validate", "--json", str(folder))
+    assert out.exit_code == 1, out.output
+    errors = " ".join(json.loads(out.stdout)[0]["errors"])
     assert errors and needle in errors, errors
 
 
@@ -1381,32 +1332,32 @@ def test_validate_warnings_exit_0(tmp_path, name):
     """Warnings: … module constants whose names contain a credential substring, environment variables read with
     `os.environ`/`os.getenv` but not declared under `requires.env` … warnings alone exit 0."""
     code, needle = VALIDATE_WARNINGS[name]
-    folder = write_skill(tmp_path / "v", name, f"name: {name}\ndescription: d", {"handler.py": code})
-    out = sy("validate", "--json", str(folder))
-    assert out.code == 0, out.text
-    assert needle in " ".join(out.json()[0]["warnings"])
+    folder = write_skill(tmp_path / "v", name, f"name: {name}\ndescription: d", files={"handler.py": code})
+    out = invoke("validate", "--json", str(folder))
+    assert out.exit_code == 0, out.output
+    assert needle in " ".join(json.loads(out.stdout)[0]["warnings"])
 
 
 def test_validate_declared_env_is_not_warned(tmp_path):
     """environment variables read with `os.environ`/`os.getenv` but not declared under `requires.env`"""
     code = "import os\nasync def execute(input, ctx):\n    return {'v': os.environ.get('DECLARED_VAR_Z')}\n"
     fm = "name: declared\ndescription: d\nmetadata: {openclaw: {requires: {env: [DECLARED_VAR_Z]}}}"
-    folder = write_skill(tmp_path / "v", "declared", fm, {"handler.py": code})
-    out = sy("validate", "--json", str(folder))
-    assert "DECLARED_VAR_Z" not in " ".join(out.json()[0]["warnings"])
+    folder = write_skill(tmp_path / "v", "declared", fm, files={"handler.py": code})
+    out = invoke("validate", "--json", str(folder))
+    assert "DECLARED_VAR_Z" not in " ".join(json.loads(out.stdout)[0]["warnings"])
 
 
 def test_validate_list_warnings_included(state_root):
     """Warnings: every repair and warning of `skillyard list`"""
-    out = sy("validate", "--json", str(state_root[0] / "nodesc"))
-    report = out.json()[0]
+    out = invoke("validate", "--json", str(state_root[0] / "nodesc"))
+    report = json.loads(out.stdout)[0]
     assert any("first line" in w or "description" in w for w in report["warnings"] + report["errors"])
 
 
 def test_validate_text_names_each_skill(root):
     """Lints skill folders without running them."""
-    out = sy("validate", str(root))
-    assert out.code in (0, 1) and "greet" in out.stdout and "boom" in out.stdout
+    out = invoke("validate", str(root))
+    assert out.exit_code in (0, 1) and "greet" in out.stdout and "boom" in out.stdout
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1415,8 +1366,8 @@ def test_validate_text_names_each_skill(root):
 
 def test_doctor_ok_lines_and_count(db_env):
     """prints one line per check: its status (`ok`, `warn` or `fail`), its name, what was found … then a count."""
-    out = sy("doctor")
-    assert out.code == 0, out.text
+    out = invoke("doctor")
+    assert out.exit_code == 0, out.output
     lines = out.stdout.strip().splitlines()
     for name in ("home", "database", "skills", "datatable.sql_roles"):
         assert any(re.match(rf"^(ok|warn|fail)\s+{re.escape(name)}: ", line) for line in lines), (name, lines)
@@ -1427,9 +1378,9 @@ def test_doctor_json_shape(db_env):
     """`--json` prints `{"status": "ok" | "warn" | "fail" (the worst), "checks": [...]}`, each check
     `{name, status, detail, fix, plugin}` (`fix` null when ok; `plugin` is `core` for the checks above the plugin
     ones)"""
-    out = sy("doctor", "--json")
-    report = out.json()
-    assert out.code == 0 and set(report) == {"status", "checks"}
+    out = invoke("doctor", "--json")
+    report = json.loads(out.stdout)
+    assert out.exit_code == 0 and set(report) == {"status", "checks"}
     assert all(set(c) == {"name", "status", "detail", "fix", "plugin"} for c in report["checks"])
     checks = {c["name"]: c for c in report["checks"]}
     assert all(checks[n]["plugin"] == "core" for n in ("home", "database", "skills"))
@@ -1441,25 +1392,25 @@ def test_doctor_json_shape(db_env):
 
 def test_doctor_database_migrated(db_env):
     """`database` | the database answers … and schema `skillyard` is at this version's newest migration"""
-    checks = {c["name"]: c for c in sy("doctor", "--json").json()["checks"]}
+    checks = {c["name"]: c for c in json.loads(invoke("doctor", "--json").stdout)["checks"]}
     assert checks["database"]["status"] == "ok" and "revision" in checks["database"]["detail"]
 
 
 def test_doctor_unreachable_database_fails(monkeypatch):
     """`database` | … | `fail`; Exit 1 when any check fails"""
     monkeypatch.setenv("SKILLYARD_DATABASE_URL", "postgresql://u:doctor-pass-1@127.0.0.1:1/db")
-    out = sy("doctor")
-    assert out.code == 1 and no_traceback(out)
+    out = invoke("doctor")
+    assert out.exit_code == 1 and no_traceback(out)
     line = next(line for line in out.stdout.splitlines() if "database:" in line)
     assert line.startswith("fail") and "— fix:" in line
-    assert "doctor-pass-1" not in out.text
+    assert "doctor-pass-1" not in out.output
 
 
 def test_doctor_unreachable_database_json(monkeypatch):
     """`--json` … (the worst) … Passwords in database URLs are shown as `***`."""
     monkeypatch.setenv("SKILLYARD_DATABASE_URL", "postgresql://u:doctor-pass-2@127.0.0.1:1/db")
-    out = sy("doctor", "--json")
-    assert out.code == 1 and out.json()["status"] == "fail" and "doctor-pass-2" not in out.text
+    out = invoke("doctor", "--json")
+    assert out.exit_code == 1 and json.loads(out.stdout)["status"] == "fail" and "doctor-pass-2" not in out.output
 
 
 def test_doctor_masks_password_of_reachable_url(database_url, monkeypatch):
@@ -1476,8 +1427,8 @@ def test_doctor_masks_password_of_reachable_url(database_url, monkeypatch):
         netloc = f"{user}:{password}@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
         url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
     monkeypatch.setenv("SKILLYARD_DATABASE_URL", url)
-    out = sy("doctor")
-    assert password not in out.text, out.text
+    out = invoke("doctor")
+    assert password not in out.output, out.output
 
 
 def test_doctor_home_not_writable_fails(db_env, tmp_path, monkeypatch):
@@ -1485,35 +1436,35 @@ def test_doctor_home_not_writable_fails(db_env, tmp_path, monkeypatch):
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     monkeypatch.setenv("SKILLYARD_HOME", str(blocker))
-    out = sy("doctor", "--json")
-    checks = {c["name"]: c for c in out.json()["checks"]}
-    assert out.code == 1 and checks["home"]["status"] == "fail" and checks["home"]["fix"]
+    out = invoke("doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
+    assert out.exit_code == 1 and checks["home"]["status"] == "fail" and checks["home"]["fix"]
 
 
 def test_doctor_creates_missing_home(db_env, tmp_path, monkeypatch):
     """`home` | `SKILLYARD_HOME` exists (it is created when missing)"""
     target = tmp_path / "new-home"
     monkeypatch.setenv("SKILLYARD_HOME", str(target))
-    out = sy("doctor", "--json")
-    checks = {c["name"]: c for c in out.json()["checks"]}
+    out = invoke("doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
     assert checks["home"]["status"] == "ok" and target.is_dir()
 
 
 def test_doctor_skill_error_is_a_warning(db_env, state_root):
     """`skills` | at least one skill folder is found and none has an error | `warn` … (warnings alone exit 0)"""
-    out = sy("doctor", "--json", "--skills-dir", str(state_root[0]))
-    checks = {c["name"]: c for c in out.json()["checks"]}
-    assert out.code == 0 and checks["skills"]["status"] == "warn" and out.json()["status"] in ("warn",)
+    out = invoke("doctor", "--json", "--skills-dir", str(state_root[0]))
+    checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
+    assert out.exit_code == 0 and checks["skills"]["status"] == "warn" and json.loads(out.stdout)["status"] in ("warn",)
 
 
 def test_doctor_skills_dir_missing_exit_2(db_env, tmp_path):
     """a `--skills-dir` that does not exist is a usage error (exit 2)."""
-    usage_error(sy("doctor", "--skills-dir", str(tmp_path / "nope")))
+    usage_error(invoke("doctor", "--skills-dir", str(tmp_path / "nope")))
 
 
 def test_doctor_sql_roles_check_belongs_to_datatable(db_env):
     """`datatable.sql_roles` | the platform's database user has CREATEROLE or is a superuser"""
-    checks = {c["name"]: c for c in sy("doctor", "--json").json()["checks"]}
+    checks = {c["name"]: c for c in json.loads(invoke("doctor", "--json").stdout)["checks"]}
     assert checks["datatable.sql_roles"]["status"] in ("ok", "warn")
     assert checks["datatable.sql_roles"]["plugin"] != "core"
 
@@ -1525,7 +1476,7 @@ def test_doctor_sql_roles_check_belongs_to_datatable(db_env):
 def create_table(org: str, title: str = "客户") -> str:
     fields = [{"title": "名称", "uidt": "文本"}, {"title": "工号", "uidt": "文本"}, {"title": "金额", "uidt": "数字"}]
     payload = {"action": "create_table", "payload": {"table_name": title, "fields": fields}}
-    out = sy(
+    out = invoke(
         "run",
         "datatable",
         "--context",
@@ -1533,8 +1484,8 @@ def create_table(org: str, title: str = "客户") -> str:
         "--input",
         json.dumps(payload),
     )
-    assert out.code == 0, out.text
-    return str(out.json()["id"])
+    assert out.exit_code == 0, out.output
+    return str(json.loads(out.stdout)["id"])
 
 
 @pytest.fixture
@@ -1544,30 +1495,32 @@ def dt_org(db_env) -> str:
     return org
 
 
-def dt(*args: str) -> Out:
-    return sy("datatable", *args)
+def dt(*args: str) -> Result:
+    return invoke("datatable", *args)
 
 
 def test_datatable_grant_text(dt_org):
     """$ skillyard datatable grant --org acme --table 客户 --role sales --ops read,insert
     granted sales on 客户: read, insert; all rows"""
     out = dt("grant", "--org", dt_org, "--table", "客户", "--role", "sales", "--ops", "read,insert")
-    assert out.code == 0 and out.stdout.strip() == "granted sales on 客户: read, insert; all rows", out.text
+    assert out.exit_code == 0 and out.stdout.strip() == "granted sales on 客户: read, insert; all rows", out.output
 
 
 def test_datatable_grant_own_text(dt_org):
     """granted field on 客户: read, update; own rows (by 工号)"""
     args = ["--org", dt_org, "--table", "客户", "--role", "field", "--ops", "read,update", "--row-scope", "own"]
     out = dt("grant", *args, "--owner-field", "工号")
-    assert out.code == 0 and out.stdout.strip() == "granted field on 客户: read, update; own rows (by 工号)", out.text
+    assert out.exit_code == 0 and out.stdout.strip() == "granted field on 客户: read, update; own rows (by 工号)", (
+        out.output
+    )
 
 
 def test_datatable_grant_json(dt_org):
     """`--json` prints the stored grant `{table_id, table, role, ops, row_scope, owner_field}` with `ops` expanded and
     sorted."""
     out = dt("grant", "--org", dt_org, "--table", "客户", "--role", "sales", "--ops", "read,insert", "--json")
-    grant = out.json()
-    assert out.code == 0 and set(grant) == {"table_id", "table", "role", "ops", "row_scope", "owner_field"}
+    grant = json.loads(out.stdout)
+    assert out.exit_code == 0 and set(grant) == {"table_id", "table", "role", "ops", "row_scope", "owner_field"}
     assert grant["ops"] == ["aggregate", "insert", "list_columns", "query"]
     assert grant["table"] == "客户" and grant["role"] == "sales" and grant["row_scope"] == "all"
     assert grant["owner_field"] is None
@@ -1575,26 +1528,30 @@ def test_datatable_grant_json(dt_org):
 
 def test_datatable_grant_all_expanded(dt_org):
     """Stored expanded, so an action added to the skill later is not granted by an old `all`."""
-    grant = dt("grant", "--org", dt_org, "--table", "客户", "--role", "r", "--ops", "all", "--json").json()
+    grant = json.loads(dt("grant", "--org", dt_org, "--table", "客户", "--role", "r", "--ops", "all", "--json").stdout)
     assert len(grant["ops"]) == 12 and "all" not in grant["ops"]
 
 
 def test_datatable_grant_write_expanded(dt_org):
     """`write` (the nine write actions)"""
-    grant = dt("grant", "--org", dt_org, "--table", "客户", "--role", "r", "--ops", "write", "--json").json()
+    grant = json.loads(
+        dt("grant", "--org", dt_org, "--table", "客户", "--role", "r", "--ops", "write", "--json").stdout
+    )
     assert len(grant["ops"]) == 9 and "query" not in grant["ops"]
 
 
 def test_datatable_grant_fullwidth_comma(dt_org):
     """comma-separated (`,` or `，`) row actions"""
-    grant = dt("grant", "--org", dt_org, "--table", "客户", "--role", "r", "--ops", "query，insert", "--json").json()
+    grant = json.loads(
+        dt("grant", "--org", dt_org, "--table", "客户", "--role", "r", "--ops", "query，insert", "--json").stdout
+    )
     assert grant["ops"] == ["insert", "query"]
 
 
 def test_datatable_grant_empty_ops(dt_org):
     """An empty value (`--ops ""`) is a grant of nothing"""
     out = dt("grant", "--org", dt_org, "--table", "客户", "--role", "r", "--ops", "", "--json")
-    assert out.code == 0 and out.json()["ops"] == []
+    assert out.exit_code == 0 and json.loads(out.stdout)["ops"] == []
 
 
 def test_datatable_grant_by_table_id(db_env):
@@ -1602,14 +1559,18 @@ def test_datatable_grant_by_table_id(db_env):
     org = "cli" + uuid.uuid4().hex[:10]
     table_id = create_table(org)
     out = dt("grant", "--org", org, "--table", table_id, "--role", "r", "--ops", "read", "--json")
-    assert out.code == 0 and out.json()["table"] == "客户" and out.json()["table_id"] == table_id
+    assert (
+        out.exit_code == 0
+        and json.loads(out.stdout)["table"] == "客户"
+        and json.loads(out.stdout)["table_id"] == table_id
+    )
 
 
 def test_datatable_grant_replaces(dt_org):
     """`grant` sets (or replaces) the grant"""
     dt("grant", "--org", dt_org, "--table", "客户", "--role", "r", "--ops", "read")
     dt("grant", "--org", dt_org, "--table", "客户", "--role", "r", "--ops", "insert")
-    grants = dt("grants", "--org", dt_org, "--json").json()
+    grants = json.loads(dt("grants", "--org", dt_org, "--json").stdout)
     assert [g["ops"] for g in grants] == [["insert"]]
 
 
@@ -1620,7 +1581,7 @@ def test_datatable_grants_table(dt_org):
     dt("grant", "--org", dt_org, *args)
     out = dt("grants", "--org", dt_org)
     lines = [re.split(r"\s{2,}", line.strip()) for line in out.stdout.strip().splitlines()]
-    assert out.code == 0
+    assert out.exit_code == 0
     assert lines == [
         ["TABLE", "ROLE", "OPS", "ROW SCOPE", "OWNER FIELD"],
         ["客户", "field", "read, update", "own", "工号"],
@@ -1640,20 +1601,20 @@ def test_datatable_grants_shortens_groups(dt_org, ops, shown):
 def test_datatable_grants_empty_org_text(dt_org):
     """an organisation without grants prints a line saying every table is open."""
     out = dt("grants", "--org", dt_org)
-    assert out.code == 0 and "open" in out.stdout and len(out.stdout.strip().splitlines()) == 1
+    assert out.exit_code == 0 and "open" in out.stdout and len(out.stdout.strip().splitlines()) == 1
 
 
 def test_datatable_grants_empty_json(dt_org):
     """`--json` prints a list of the grant objects (`[]` when none)."""
     out = dt("grants", "--org", dt_org, "--json")
-    assert out.code == 0 and out.json() == []
+    assert out.exit_code == 0 and json.loads(out.stdout) == []
 
 
 def test_datatable_grants_json_objects(dt_org):
     """`--json` prints a list of the grant objects"""
     dt("grant", "--org", dt_org, "--table", "客户", "--role", "b", "--ops", "read")
     dt("grant", "--org", dt_org, "--table", "客户", "--role", "a", "--ops", "insert")
-    grants = dt("grants", "--org", dt_org, "--json").json()
+    grants = json.loads(dt("grants", "--org", dt_org, "--json").stdout)
     assert [g["role"] for g in grants] == ["a", "b"]
     assert all(set(g) == {"table_id", "table", "role", "ops", "row_scope", "owner_field"} for g in grants)
 
@@ -1679,14 +1640,14 @@ def test_datatable_grants_creates_nothing(db_env, database_url):
     """It creates nothing."""
     org = "cli" + uuid.uuid4().hex[:10]
     out = dt("grants", "--org", org)
-    assert out.code == 0 and not _schema_exists(database_url, org)
+    assert out.exit_code == 0 and not _schema_exists(database_url, org)
 
 
 def test_datatable_refused_grant_changes_nothing(db_env, database_url):
     """A refused command changes nothing (not even the organisation's schema)."""
     org = "cli" + uuid.uuid4().hex[:10]
     out = dt("grant", "--org", org, "--table", "客户", "--role", "r", "--ops", "read")
-    assert out.code == 2 and not _schema_exists(database_url, org)
+    assert out.exit_code == 2 and not _schema_exists(database_url, org)
 
 
 def test_datatable_revoke_text(dt_org):
@@ -1695,15 +1656,15 @@ def test_datatable_revoke_text(dt_org):
     dt("grant", "--org", dt_org, "--table", "客户", "--role", "sales", "--ops", "read")
     first = dt("revoke", "--org", dt_org, "--table", "客户", "--role", "sales")
     again = dt("revoke", "--org", dt_org, "--table", "客户", "--role", "sales")
-    assert first.code == 0 and first.stdout.strip() == "revoked the grant of sales on 客户"
-    assert again.code == 0 and again.stdout.strip() == "sales had no grant on 客户; nothing changed"
+    assert first.exit_code == 0 and first.stdout.strip() == "revoked the grant of sales on 客户"
+    assert again.exit_code == 0 and again.stdout.strip() == "sales had no grant on 客户; nothing changed"
 
 
 def test_datatable_revoke_json(dt_org):
     """`--json` prints `{"revoked": true|false, "org", "table", "role"}`"""
     dt("grant", "--org", dt_org, "--table", "客户", "--role", "sales", "--ops", "read")
-    first = dt("revoke", "--org", dt_org, "--table", "客户", "--role", "sales", "--json").json()
-    again = dt("revoke", "--org", dt_org, "--table", "客户", "--role", "sales", "--json").json()
+    first = json.loads(dt("revoke", "--org", dt_org, "--table", "客户", "--role", "sales", "--json").stdout)
+    again = json.loads(dt("revoke", "--org", dt_org, "--table", "客户", "--role", "sales", "--json").stdout)
     assert first == {"revoked": True, "org": dt_org, "table": "客户", "role": "sales"}
     assert again["revoked"] is False
 
@@ -1712,7 +1673,7 @@ def test_datatable_revoke_removes_grant(dt_org):
     """`revoke` removes the grant"""
     dt("grant", "--org", dt_org, "--table", "客户", "--role", "sales", "--ops", "read")
     dt("revoke", "--org", dt_org, "--table", "客户", "--role", "sales")
-    assert dt("grants", "--org", dt_org, "--json").json() == []
+    assert json.loads(dt("grants", "--org", dt_org, "--json").stdout) == []
 
 
 DT_BAD = {
@@ -1784,7 +1745,7 @@ def test_datatable_unreachable_database_exit_2(monkeypatch):
     monkeypatch.setenv("SKILLYARD_DATABASE_URL", "postgresql://u:dt-pass-5@127.0.0.1:1/db")
     out = dt("grants", "--org", "acme")
     usage_error(out)
-    assert "dt-pass-5" not in out.text
+    assert "dt-pass-5" not in out.output
     assert len([line for line in out.stderr.splitlines() if line.startswith("Error:")]) == 1
 
 
@@ -1793,15 +1754,15 @@ def test_datatable_grant_enforced_on_run(dt_org):
     dt("grant", "--org", dt_org, "--table", "客户", "--role", "sales", "--ops", "read")
     ctx = json.dumps({"org_id": dt_org, "role_id": "sales"})
     payload = json.dumps({"action": "insert", "table_name": "客户", "data": {"名称": "Ada"}})
-    out = sy("run", "datatable", "--context", ctx, "--input", payload)
-    assert out.code == 1 and out.json()["ok"] is False
+    out = invoke("run", "datatable", "--context", ctx, "--input", payload)
+    assert out.exit_code == 1 and json.loads(out.stdout)["ok"] is False
 
 
 def test_datatable_run_blank_org_is_a_failure_envelope(db_env):
     """`org_id` | … blank → `error_type: config`, `non_retriable`, nothing created"""
-    out = sy("run", "datatable", "--context", '{"org_id": ""}', "--input", '{"action": "list_tables"}')
-    env = out.json()
-    assert out.code == 1 and env["error_type"] == "config" and env["non_retriable"] is True
+    out = invoke("run", "datatable", "--context", '{"org_id": ""}', "--input", '{"action": "list_tables"}')
+    env = json.loads(out.stdout)
+    assert out.exit_code == 1 and env["error_type"] == "config" and env["non_retriable"] is True
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1810,15 +1771,15 @@ def test_datatable_run_blank_org_is_a_failure_envelope(db_env):
 
 def test_agent_check_example_exit_0():
     """skillyard agent check examples/agents/notes … summary line `AGENT_DIR: N error(s), M warning(s)`"""
-    out = sy("agent", "check", str(NOTES_AGENT))
-    assert out.code == 0, out.text
+    out = invoke("agent", "check", str(NOTES_AGENT))
+    assert out.exit_code == 0, out.output
     assert re.search(r": 0 error\(s\), \d+ warning\(s\)\s*$", out.stdout.strip()), out.stdout
 
 
 def test_agent_check_example_json():
     """`--json` | print a JSON list of findings"""
-    out = sy("agent", "check", str(NOTES_AGENT), "--json")
-    assert out.code == 0 and isinstance(out.json(), list)
+    out = invoke("agent", "check", str(NOTES_AGENT), "--json")
+    assert out.exit_code == 0 and isinstance(json.loads(out.stdout), list)
 
 
 @pytest.fixture
@@ -1847,17 +1808,17 @@ FINDING_KEYS = {"kind", "severity", "skill", "tool", "rule", "path", "message"}
 
 def test_agent_check_preflight_error_exit_1(broken_agent):
     """Exit 1 when any finding is an error"""
-    out = sy("agent", "check", str(broken_agent))
-    assert out.code == 1 and no_traceback(out)
-    assert "preflight.arg_path" in out.stdout and "1 error(s), 0 warning(s)" in out.text
+    out = invoke("agent", "check", str(broken_agent))
+    assert out.exit_code == 1 and no_traceback(out)
+    assert "preflight.arg_path" in out.stdout and "1 error(s), 0 warning(s)" in out.output
 
 
 def test_agent_check_json_findings(broken_agent):
     """`--json` | print a JSON list of findings: `{kind: "load" | "preflight", severity, skill, tool, rule, path,
     message}`"""
-    out = sy("agent", "check", str(broken_agent), "--json")
-    findings = out.json()
-    assert out.code == 1 and findings and all(set(f) == FINDING_KEYS for f in findings)
+    out = invoke("agent", "check", str(broken_agent), "--json")
+    findings = json.loads(out.stdout)
+    assert out.exit_code == 1 and findings and all(set(f) == FINDING_KEYS for f in findings)
     error = next(f for f in findings if f["severity"] == "error")
     assert error["kind"] == "preflight" and error["rule"] == "preflight.arg_path" and error["tool"] == "save_note"
 
@@ -1867,27 +1828,27 @@ def test_agent_check_load_error(tmp_path):
     agent = tmp_path / "agent"
     shutil.copytree(NOTES_AGENT, agent)
     (agent / "skills" / "keeper" / "contract.json").write_text('{"target": "find_note", "tools": {}}', encoding="utf-8")
-    out = sy("agent", "check", str(agent), "--json")
-    findings = out.json()
-    assert out.code == 1 and any(f["kind"] == "load" and f["severity"] == "error" for f in findings), findings
+    out = invoke("agent", "check", str(agent), "--json")
+    findings = json.loads(out.stdout)
+    assert out.exit_code == 1 and any(f["kind"] == "load" and f["severity"] == "error" for f in findings), findings
 
 
 def test_agent_check_missing_dir_exit_2(tmp_path):
     """`AGENT_DIR` | the agent folder (with `AGENT.md`); must exist"""
-    usage_error(sy("agent", "check", str(tmp_path / "nope")))
+    usage_error(invoke("agent", "check", str(tmp_path / "nope")))
 
 
 def test_agent_check_file_exit_2(tmp_path):
     """`AGENT_DIR` | the agent folder (with `AGENT.md`); must exist"""
     (tmp_path / "f").write_text("x")
-    usage_error(sy("agent", "check", str(tmp_path / "f")))
+    usage_error(invoke("agent", "check", str(tmp_path / "f")))
 
 
 def test_agent_check_no_agent_md_exit_1(tmp_path):
     """A missing `AGENT.md` … raises `AgentProfileError` (`skillyard agent check` prints it and exits 1)."""
     (tmp_path / "empty").mkdir()
-    out = sy("agent", "check", str(tmp_path / "empty"))
-    assert out.code == 1 and no_traceback(out) and "AGENT.md" in out.text
+    out = invoke("agent", "check", str(tmp_path / "empty"))
+    assert out.exit_code == 1 and no_traceback(out) and "AGENT.md" in out.output
 
 
 def test_agent_check_missing_agent_code_exit_1(tmp_path):
@@ -1897,8 +1858,8 @@ def test_agent_check_missing_agent_code_exit_1(tmp_path):
     (agent / "AGENT.md").write_text(
         "---\nagent_name: x\nskills: [notes.keeper]\n---\n# Identity\nx\n", encoding="utf-8"
     )
-    out = sy("agent", "check", str(agent))
-    assert out.code == 1 and no_traceback(out) and "agent_code" in out.text
+    out = invoke("agent", "check", str(agent))
+    assert out.exit_code == 1 and no_traceback(out) and "agent_code" in out.output
 
 
 def test_agent_check_inactive_agent_exit_1(tmp_path):
@@ -1911,20 +1872,20 @@ def test_agent_check_inactive_agent_exit_1(tmp_path):
         .replace("agent_code: notes", "agent_code: notes\nstatus: DRAFT")
     )
     (agent / "AGENT.md").write_text(text, encoding="utf-8")
-    out = sy("agent", "check", str(agent))
-    assert out.code == 1 and no_traceback(out)
+    out = invoke("agent", "check", str(agent))
+    assert out.exit_code == 1 and no_traceback(out)
 
 
 def test_agent_check_skills_dir_missing_exit_2(tmp_path):
     """Commands that search for skills take `--skills-dir DIR` (repeatable). … A `--skills-dir` that does not exist
     is a usage error."""
-    usage_error(sy("agent", "check", str(NOTES_AGENT), "--skills-dir", str(tmp_path / "nope")))
+    usage_error(invoke("agent", "check", str(NOTES_AGENT), "--skills-dir", str(tmp_path / "nope")))
 
 
 def test_agent_check_skills_dir_missing_no_traceback(tmp_path):
     """the message is printed, no traceback"""
-    out = sy("agent", "check", str(NOTES_AGENT), "--skills-dir", str(tmp_path / "nope"))
-    assert out.code != 0 and no_traceback(out) and "nope" in out.text
+    out = invoke("agent", "check", str(NOTES_AGENT), "--skills-dir", str(tmp_path / "nope"))
+    assert out.exit_code != 0 and no_traceback(out) and "nope" in out.output
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1941,8 +1902,8 @@ def write_script(tmp_path: Path, turns: list[dict[str, Any]]) -> str:
     return f"script:{path}"
 
 
-def agent_run(session: str, *extra: str, message: str = DEMO_MESSAGE, agent: Path = NOTES_AGENT) -> Out:
-    return sy("agent", "run", str(agent), "--session", session, "--message", message, *extra)
+def agent_run(session: str, *extra: str, message: str = DEMO_MESSAGE, agent: Path = NOTES_AGENT) -> Result:
+    return invoke("agent", "run", str(agent), "--session", session, "--message", message, *extra)
 
 
 DEMO_MODEL = f"script:{NOTES_AGENT / 'demo.yaml'}"
@@ -1952,7 +1913,7 @@ def test_agent_run_demo_text(db_env):
     """Without `--json`, `run` and `resume` print `status: …`, one `  … LABEL` line per tool event, one `  TOOL: ok`
     (or `  TOOL: CODE`) line per observation, `checkpoint: TYPE (expects FIELDS)` when suspended, and the reply."""
     out = agent_run(new_session(), "--model", DEMO_MODEL, "--context", '{"actor_name": "Ada"}')
-    assert out.code == 0, out.text
+    assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
     assert lines[0] == "status: SUSPENDED"
     assert "  … Looking the note up" in lines
@@ -1971,8 +1932,8 @@ def test_agent_run_demo_json(db_env):
     task_id, node_id)"""
     session = new_session()
     out = agent_run(session, "--model", DEMO_MODEL, "--context", '{"actor_name": "Ada"}', "--json")
-    turn = out.json()
-    assert out.code == 0 and set(turn) >= TURN_KEYS
+    turn = json.loads(out.stdout)
+    assert out.exit_code == 0 and set(turn) >= TURN_KEYS
     assert turn["session_id"] == session and turn["status"] == "SUSPENDED"
     assert set(turn["checkpoint"]) == {"type", "question", "expected_fields", "suggestions", "tool"}
     assert turn["checkpoint"]["type"] == "APPROVAL" and turn["checkpoint"]["tool"] == "save_note"
@@ -1987,10 +1948,10 @@ def test_agent_run_demo_json(db_env):
 def test_agent_resume_confirm_done(db_env):
     """skillyard agent resume --session demo --action CONFIRM   # saves the note once, finishes"""
     session = new_session()
-    assert agent_run(session, "--model", DEMO_MODEL, "--context", '{"actor_name": "Ada"}').code == 0
-    out = sy("agent", "resume", "--session", session, "--action", "CONFIRM", "--json")
-    turn = out.json()
-    assert out.code == 0 and turn["status"] == "DONE" and turn["reply"] == "已保存笔记《季度总结》"
+    assert agent_run(session, "--model", DEMO_MODEL, "--context", '{"actor_name": "Ada"}').exit_code == 0
+    out = invoke("agent", "resume", "--session", session, "--action", "CONFIRM", "--json")
+    turn = json.loads(out.stdout)
+    assert out.exit_code == 0 and turn["status"] == "DONE" and turn["reply"] == "已保存笔记《季度总结》"
     assert [e["tool"] for e in turn["events"]] == ["save_note"]
 
 
@@ -1998,62 +1959,62 @@ def test_agent_resume_action_any_case(db_env):
     """`--action` | required, any case: `CONFIRM`, `REJECT`, `REPLY` or `CANCEL`"""
     session = new_session()
     agent_run(session, "--model", DEMO_MODEL)
-    out = sy("agent", "resume", "--session", session, "--action", "cancel")
-    assert out.code == 0 and out.stdout.splitlines()[0] == "status: CANCELLED", out.text
+    out = invoke("agent", "resume", "--session", session, "--action", "cancel")
+    assert out.exit_code == 0 and out.stdout.splitlines()[0] == "status: CANCELLED", out.output
 
 
 def test_agent_resume_reject(db_env):
     """`REJECT` | task cancelled; the reply names the write that did not run"""
     session = new_session()
     agent_run(session, "--model", DEMO_MODEL)
-    out = sy("agent", "resume", "--session", session, "--action", "Reject", "--json")
-    assert out.code == 0 and out.json()["status"] == "CANCELLED"
+    out = invoke("agent", "resume", "--session", session, "--action", "Reject", "--json")
+    assert out.exit_code == 0 and json.loads(out.stdout)["status"] == "CANCELLED"
 
 
 def test_agent_resume_without_open_node_exit_1(db_env):
     """1 when … the command could not run (… no open node to resume …: the message is printed, no traceback)"""
     session = new_session()
     agent_run(session, "--model", DEMO_MODEL)
-    sy("agent", "resume", "--session", session, "--action", "CANCEL")
-    out = sy("agent", "resume", "--session", session, "--action", "CONFIRM")
-    assert out.code == 1 and no_traceback(out) and out.text.strip()
+    invoke("agent", "resume", "--session", session, "--action", "CANCEL")
+    out = invoke("agent", "resume", "--session", session, "--action", "CONFIRM")
+    assert out.exit_code == 1 and no_traceback(out) and out.output.strip()
 
 
 def test_agent_resume_unknown_session_exit_1(db_env):
     """1 when … the command could not run (`AgentError`, …: the message is printed, no traceback)"""
-    out = sy("agent", "resume", "--session", new_session(), "--action", "CONFIRM")
-    assert out.code == 1 and no_traceback(out) and out.text.strip()
+    out = invoke("agent", "resume", "--session", new_session(), "--action", "CONFIRM")
+    assert out.exit_code == 1 and no_traceback(out) and out.output.strip()
 
 
 def test_agent_resume_unknown_action_exit_2():
     """2 for usage errors (missing `--session`, an unknown `--action`, a bad `--context`)."""
-    usage_error(sy("agent", "resume", "--session", "s1", "--action", "APPROVE"))
+    usage_error(invoke("agent", "resume", "--session", "s1", "--action", "APPROVE"))
 
 
 def test_agent_resume_missing_session_exit_2():
     """2 for usage errors (missing `--session`, …)"""
-    usage_error(sy("agent", "resume", "--action", "CONFIRM"), "--session")
+    usage_error(invoke("agent", "resume", "--action", "CONFIRM"), "--session")
 
 
 def test_agent_resume_missing_action_exit_2():
     """`--action` | required"""
-    usage_error(sy("agent", "resume", "--session", "s1"), "--action")
+    usage_error(invoke("agent", "resume", "--session", "s1"), "--action")
 
 
 def test_agent_run_missing_session_exit_2():
     """`--session ID` | required … 2 for usage errors (missing `--session`, …)"""
-    usage_error(sy("agent", "run", str(NOTES_AGENT), "--message", "hi", "--model", DEMO_MODEL), "--session")
+    usage_error(invoke("agent", "run", str(NOTES_AGENT), "--message", "hi", "--model", DEMO_MODEL), "--session")
 
 
 def test_agent_run_missing_message_exit_2():
     """`--message TEXT` | required: the user's message"""
-    usage_error(sy("agent", "run", str(NOTES_AGENT), "--session", "s1", "--model", DEMO_MODEL), "--message")
+    usage_error(invoke("agent", "run", str(NOTES_AGENT), "--session", "s1", "--model", DEMO_MODEL), "--message")
 
 
 @pytest.mark.parametrize("context", ["{bad", "[1, 2]", '"text"', "7"])
 def test_agent_run_bad_context_exit_2(context):
     """`--context JSON` | … not JSON or not an object is a usage error (exit 2)"""
-    out = sy(
+    out = invoke(
         "agent",
         "run",
         str(NOTES_AGENT),
@@ -2071,14 +2032,16 @@ def test_agent_run_bad_context_exit_2(context):
 
 def test_agent_run_missing_agent_dir_exit_2(tmp_path):
     """`AGENT_DIR` | the agent folder; must exist"""
-    usage_error(sy("agent", "run", str(tmp_path / "nope"), "--session", "s1", "--message", "hi", "--model", DEMO_MODEL))
+    usage_error(
+        invoke("agent", "run", str(tmp_path / "nope"), "--session", "s1", "--message", "hi", "--model", DEMO_MODEL)
+    )
 
 
 def test_agent_run_without_model_exit_1(db_env, monkeypatch):
     """a new session without `--model` fails: no model"""
     monkeypatch.delenv("SKILLYARD_MODEL", raising=False)
     out = agent_run(new_session())
-    assert out.code == 1 and no_traceback(out) and "model" in out.text
+    assert out.exit_code == 1 and no_traceback(out) and "model" in out.output
 
 
 @pytest.mark.parametrize("spec", ["gpt-4o", "openai:", "anthropic:claude"])
@@ -2086,13 +2049,13 @@ def test_agent_run_bad_model_spec_exit_1(db_env, spec):
     """1 when … the command could not run (…, a bad model spec, …); Anything else … is rejected with a message listing
     the two forms."""
     out = agent_run(new_session(), "--model", spec)
-    assert out.code == 1 and no_traceback(out) and "script:" in out.text and "openai:" in out.text
+    assert out.exit_code == 1 and no_traceback(out) and "script:" in out.output and "openai:" in out.output
 
 
 def test_agent_run_missing_script_file_exit_1(db_env, tmp_path):
     """1 when … the command could not run (… a bad model spec …: the message is printed, no traceback)"""
     out = agent_run(new_session(), "--model", f"script:{tmp_path / 'missing.yaml'}")
-    assert out.code == 1 and no_traceback(out) and out.text.strip()
+    assert out.exit_code == 1 and no_traceback(out) and out.output.strip()
 
 
 def test_agent_run_script_out_of_turns_exit_1(db_env, tmp_path):
@@ -2100,17 +2063,17 @@ def test_agent_run_script_out_of_turns_exit_1(db_env, tmp_path):
     model = write_script(tmp_path, [{"text": "hello there"}])
     session = new_session()
     first = agent_run(session, "--model", model)
-    assert first.code == 0 and first.stdout.splitlines()[0] == "status: RUNNING", first.text
+    assert first.exit_code == 0 and first.stdout.splitlines()[0] == "status: RUNNING", first.output
     second = agent_run(session, message="and again")
-    assert second.code == 1 and no_traceback(second) and second.text.strip()
+    assert second.exit_code == 1 and no_traceback(second) and second.output.strip()
 
 
 def test_agent_run_text_reply_is_running(db_env, tmp_path):
     """`status` | `RUNNING` (the model answered with text; send the next message)"""
     model = write_script(tmp_path, [{"text": "a plain answer"}])
     out = agent_run(new_session(), "--model", model, "--json")
-    turn = out.json()
-    assert out.code == 0 and turn["status"] == "RUNNING" and turn["reply"] == "a plain answer"
+    turn = json.loads(out.stdout)
+    assert out.exit_code == 0 and turn["status"] == "RUNNING" and turn["reply"] == "a plain answer"
     assert turn["checkpoint"] is None
 
 
@@ -2120,7 +2083,11 @@ def test_agent_run_failed_node_exit_1(db_env, tmp_path):
         tmp_path, [{"tool_calls": [{"name": "builtin_node_fail", "arguments": {"reason": "cannot do"}}]}]
     )
     out = agent_run(new_session(), "--model", model, "--json")
-    assert out.code == 1 and out.json()["status"] == "FAILED" and out.json()["reply"] == "cannot do"
+    assert (
+        out.exit_code == 1
+        and json.loads(out.stdout)["status"] == "FAILED"
+        and json.loads(out.stdout)["reply"] == "cannot do"
+    )
 
 
 def test_agent_run_follow_up_checkpoint_text(db_env, tmp_path):
@@ -2128,7 +2095,7 @@ def test_agent_run_follow_up_checkpoint_text(db_env, tmp_path):
     call = {"name": "builtin_node_follow_up", "arguments": {"question": "Which title?", "expectedFields": ["title"]}}
     model = write_script(tmp_path, [{"tool_calls": [call]}])
     out = agent_run(new_session(), "--model", model, message="save a note please")
-    assert out.code == 0, out.text
+    assert out.exit_code == 0, out.output
     assert "checkpoint: FOLLOW_UP (expects title)" in out.stdout.splitlines(), out.stdout
     assert "Which title?" in out.stdout
 
@@ -2139,8 +2106,12 @@ def test_agent_resume_reply_at_follow_up(db_env, tmp_path):
     model = write_script(tmp_path, [{"tool_calls": [call]}, {"text": "noted"}])
     session = new_session()
     agent_run(session, "--model", model, message="save a note please")
-    out = sy("agent", "resume", "--session", session, "--action", "REPLY", "--text", "周报", "--json")
-    assert out.code == 0 and out.json()["status"] == "RUNNING" and out.json()["reply"] == "noted"
+    out = invoke("agent", "resume", "--session", session, "--action", "REPLY", "--text", "周报", "--json")
+    assert (
+        out.exit_code == 0
+        and json.loads(out.stdout)["status"] == "RUNNING"
+        and json.loads(out.stdout)["reply"] == "noted"
+    )
 
 
 def test_agent_resume_reply_without_text_exit_1(db_env, tmp_path):
@@ -2149,8 +2120,8 @@ def test_agent_resume_reply_without_text_exit_1(db_env, tmp_path):
     model = write_script(tmp_path, [{"tool_calls": [call]}, {"text": "noted"}])
     session = new_session()
     agent_run(session, "--model", model, message="save a note please")
-    out = sy("agent", "resume", "--session", session, "--action", "REPLY")
-    assert out.code in (1, 2) and no_traceback(out) and out.text.strip()
+    out = invoke("agent", "resume", "--session", session, "--action", "REPLY")
+    assert out.exit_code in (1, 2) and no_traceback(out) and out.output.strip()
 
 
 def test_agent_run_message_while_suspended_is_reply(db_env):
@@ -2158,14 +2129,14 @@ def test_agent_run_message_while_suspended_is_reply(db_env):
     session = new_session()
     agent_run(session, "--model", DEMO_MODEL)
     out = agent_run(session, "--json", message="算了，不保存了")
-    assert out.code in (0, 1) and no_traceback(out)
+    assert out.exit_code in (0, 1) and no_traceback(out)
 
 
 def test_agent_run_unsafe_session_no_traceback(db_env):
     """A session id is checked before anything runs …: `send`/`resume` raise `AgentError`, the CLI exits with the
     message."""
     out = agent_run("../escape", "--model", DEMO_MODEL)
-    assert out.code in (1, 2) and no_traceback(out) and "session" in out.text
+    assert out.exit_code in (1, 2) and no_traceback(out) and "session" in out.output
 
 
 def test_agent_resume_works_from_another_directory(db_env, tmp_path, monkeypatch):
@@ -2174,7 +2145,7 @@ def test_agent_resume_works_from_another_directory(db_env, tmp_path, monkeypatch
     session = new_session()
     monkeypatch.chdir(ROOT)
     relative_model = "script:examples/agents/notes/demo.yaml"
-    out = sy(
+    out = invoke(
         "agent",
         "run",
         "examples/agents/notes",
@@ -2185,10 +2156,10 @@ def test_agent_resume_works_from_another_directory(db_env, tmp_path, monkeypatch
         "--model",
         relative_model,
     )
-    assert out.code == 0, out.text
+    assert out.exit_code == 0, out.output
     monkeypatch.chdir(tmp_path)
-    resumed = sy("agent", "resume", "--session", session, "--action", "CONFIRM", "--json")
-    assert resumed.code == 0 and resumed.json()["status"] == "DONE", resumed.text
+    resumed = invoke("agent", "resume", "--session", session, "--action", "CONFIRM", "--json")
+    assert resumed.exit_code == 0 and json.loads(resumed.stdout)["status"] == "DONE", resumed.output
 
 
 def test_agent_session_belongs_to_one_agent(db_env, tmp_path):
@@ -2200,32 +2171,32 @@ def test_agent_session_belongs_to_one_agent(db_env, tmp_path):
     session = new_session()
     agent_run(session, "--model", DEMO_MODEL)
     out = agent_run(session, "--model", DEMO_MODEL, agent=other)
-    assert out.code == 1 and no_traceback(out) and out.text.strip()
+    assert out.exit_code == 1 and no_traceback(out) and out.output.strip()
 
 
 def test_agent_run_skills_dir_missing_no_traceback(db_env, tmp_path):
     """`--skills-dir DIR` | another skill root (repeatable); A `--skills-dir` that does not exist is a usage error."""
     out = agent_run(new_session(), "--model", DEMO_MODEL, "--skills-dir", str(tmp_path / "nope"))
-    assert out.code != 0 and no_traceback(out)
+    assert out.exit_code != 0 and no_traceback(out)
 
 
 def test_agent_run_unknown_skill_key_exit_1(db_env):
     """`--skill KEY` | the contract skill (`skill_key`) a new task runs; … an unknown key raises `AgentError`"""
     out = agent_run(new_session(), "--model", DEMO_MODEL, "--skill", "no.such.key")
-    assert out.code == 1 and no_traceback(out) and "no.such.key" in out.text
+    assert out.exit_code == 1 and no_traceback(out) and "no.such.key" in out.output
 
 
 def test_agent_run_skill_key_given(db_env):
     """`--skill KEY` | the contract skill (`skill_key`) a new task runs; default: the agent's first loaded skill"""
     out = agent_run(new_session(), "--model", DEMO_MODEL, "--skill", "notes.keeper", "--json")
-    assert out.code == 0 and out.json()["status"] == "SUSPENDED"
+    assert out.exit_code == 0 and json.loads(out.stdout)["status"] == "SUSPENDED"
 
 
 def test_agent_context_merged_into_identity(db_env):
     """`--context JSON` | the caller's identity as a JSON object …, merged into the session's identity"""
     session = new_session()
     agent_run(session, "--model", DEMO_MODEL, "--context", '{"actor_name": "Grace"}')
-    turn = sy("agent", "resume", "--session", session, "--action", "CONFIRM", "--json").json()
+    turn = json.loads(invoke("agent", "resume", "--session", session, "--action", "CONFIRM", "--json").stdout)
     saved = next(o for o in turn["observations"] if o["tool"] == "save_note")
     assert saved["arguments"]["owner"] == "Grace" and saved["sources"]["owner"] == "PLATFORM"
 
@@ -2237,7 +2208,9 @@ def test_agent_openai_unreachable_never_shows_key(db_env, monkeypatch):
     monkeypatch.setenv("SKILLYARD_MODEL_RETRIES", "0")
     monkeypatch.setenv("SKILLYARD_MODEL_TIMEOUT", "5")
     out = agent_run(new_session(), "--model", "openai:probe-model")
-    assert out.code == 1 and no_traceback(out) and "sk-never-print-this-123" not in out.text and out.text.strip()
+    assert (
+        out.exit_code == 1 and no_traceback(out) and "sk-never-print-this-123" not in out.output and out.output.strip()
+    )
 
 
 def test_agent_bad_settings_names_file(db_env, home):
@@ -2245,43 +2218,45 @@ def test_agent_bad_settings_names_file(db_env, home):
     fix"""
     (home / "settings.toml").write_text("[agent]\nfingerprint_limit = 0\n", encoding="utf-8")
     out = agent_run(new_session(), "--model", DEMO_MODEL)
-    assert out.code in (1, 2) and no_traceback(out)
-    assert "settings.toml" in out.text and "fingerprint_limit" in out.text
+    assert out.exit_code in (1, 2) and no_traceback(out)
+    assert "settings.toml" in out.output and "fingerprint_limit" in out.output
 
 
 def test_agent_settings_api_key_never_echoed(db_env, home):
     """An `api_key` value is never echoed."""
     (home / "settings.toml").write_text('[agent.model]\napi_key = 12345678901\ntimeout = "x"\n', encoding="utf-8")
     out = agent_run(new_session(), "--model", DEMO_MODEL)
-    assert no_traceback(out) and "12345678901" not in out.text
+    assert no_traceback(out) and "12345678901" not in out.output
 
 
 def test_agent_run_unreachable_database_no_traceback(monkeypatch):
     """`run` and `resume` keep their state in the platform's database …; the message is printed, no traceback"""
     monkeypatch.setenv("SKILLYARD_DATABASE_URL", "postgresql://u:agent-pass-3@127.0.0.1:1/db")
     out = agent_run(new_session(), "--model", DEMO_MODEL)
-    assert out.code in (1, 2) and no_traceback(out) and "agent-pass-3" not in out.text
+    assert out.exit_code in (1, 2) and no_traceback(out) and "agent-pass-3" not in out.output
 
 
 def test_agent_resume_skills_dir_missing_no_traceback(db_env, tmp_path):
     """`--skills-dir DIR` | another skill root (repeatable)"""
-    out = sy("agent", "resume", "--session", new_session(), "--action", "CONFIRM", "--skills-dir", str(tmp_path / "no"))
-    assert out.code != 0 and no_traceback(out)
+    out = invoke(
+        "agent", "resume", "--session", new_session(), "--action", "CONFIRM", "--skills-dir", str(tmp_path / "no")
+    )
+    assert out.exit_code != 0 and no_traceback(out)
 
 
 def test_artifacts_unreachable_database_exit_2(monkeypatch):
     """2 | … host errors raised around a run (database unreachable, …)"""
     monkeypatch.setenv("SKILLYARD_DATABASE_URL", "postgresql://u:art-pass-4@127.0.0.1:1/db")
-    out = sy("artifacts", "--session", "s1")
+    out = invoke("artifacts", "--session", "s1")
     usage_error(out)
-    assert "art-pass-4" not in out.text
+    assert "art-pass-4" not in out.output
 
 
 def test_validate_json_no_skill_exit_1(tmp_path):
     """`--json` prints a list …; Exit 1 … when no skill folder is found"""
     (tmp_path / "empty").mkdir()
-    out = sy("validate", "--json", str(tmp_path / "empty"))
-    assert out.code == 1 and no_traceback(out)
+    out = invoke("validate", "--json", str(tmp_path / "empty"))
+    assert out.exit_code == 1 and no_traceback(out)
 
 
 def test_agent_run_skills_dir_missing_exit_2(db_env, tmp_path):

@@ -21,70 +21,23 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from click.testing import CliRunner
 
-from support.local_http import serve
 from skillyard import SkillYard, current_department, department_path, identity_org_id
-from skillyard.cli import cli
 from skillyard.errors import SkillyardError
+from support.cli import invoke, listing, named, one, show_json
+from support.local_http import serve
+from support.skills import ECHO, OK_HANDLER, run_skill, write_raw
 
 TOOL_RX = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-ECHO = "async def execute(input, ctx):\n    return {'ok': True, 'got': input}\n"
-OK_HANDLER = "async def execute(input, ctx):\n    return {'ok': True}\n"
 
-needs_bin = lambda b: pytest.mark.skipif(shutil.which(b) is None, reason=f"{b} not installed")  # noqa: E731
+
+def needs(binary: str) -> pytest.MarkDecorator:
+    """Skip on a developer machine without the interpreter; CI installs it, so there it must run."""
+    missing = shutil.which(binary) is None and not os.environ.get("CI")
+    return pytest.mark.skipif(missing, reason=f"{binary} not installed")
 
 
 # --------------------------------------------------------------------------------------------------- helpers
-
-
-def invoke(args: list[str], env: dict[str, str] | None = None):
-    return CliRunner().invoke(cli, [str(a) for a in args], env=env)
-
-
-def listing(*roots: Path, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    args: list[str] = ["list", "--json", "--no-builtin"]
-    for r in roots:
-        args += ["--skills-dir", str(r)]
-    res = invoke(args, env=env)
-    assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
-
-
-def named(items: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
-    return [i for i in items if i["name"] == name]
-
-
-def one(items: list[dict[str, Any]], name: str) -> dict[str, Any]:
-    found = named(items, name)
-    assert len(found) == 1, [(i["name"], i["dir"]) for i in items]
-    return found[0]
-
-
-def show(root: Path, name: str) -> dict[str, Any]:
-    res = invoke(["show", name, "--json", "--skills-dir", root])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
-
-
-def raw_skill(root: Path, rel: str, content: str | bytes, files: dict[str, str] | None = None) -> Path:
-    folder = root / rel
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "SKILL.md").write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
-    for name, text in (files or {}).items():
-        p = folder / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    return folder
-
-
-async def arun(root: Path, name: str, input: dict[str, Any] | None = None, **context: Any) -> dict[str, Any]:
-    async with SkillYard(skills_dirs=[root], include_builtin=False) as yard:
-        return await yard.run(name, input or {}, context=context)
-
-
-def fm(name: str, extra: str = "", description: str = "d") -> str:
-    return f"name: {name}\ndescription: {description}\n{textwrap.dedent(extra).strip()}"
 
 
 # =========================================================================================== 1. frontmatter
@@ -92,35 +45,35 @@ def fm(name: str, extra: str = "", description: str = "d") -> str:
 
 def test_bom_is_tolerated(skills_root):
     """Issue: 'Frontmatter ... must survive what real files contain, each case tested: a UTF-8 BOM'."""
-    raw_skill(skills_root, "bom", "\ufeff---\nname: bom\ndescription: With a BOM\n---\nbody\n")
+    write_raw(skills_root, "bom", "\ufeff---\nname: bom\ndescription: With a BOM\n---\nbody\n")
     item = one(listing(skills_root), "bom")
     assert item["description"] == "With a BOM" and item["error"] is None
 
 
 def test_crlf_is_tolerated(skills_root):
     """Issue: frontmatter must survive '... CRLF'."""
-    raw_skill(skills_root, "crlf", b"---\r\nname: crlf\r\ndescription: Windows lines\r\n---\r\nbody\r\n")
+    write_raw(skills_root, "crlf", b"---\r\nname: crlf\r\ndescription: Windows lines\r\n---\r\nbody\r\n")
     item = one(listing(skills_root), "crlf")
     assert item["description"] == "Windows lines" and item["error"] is None
 
 
 def test_bom_and_crlf_together(skills_root):
     """Issue: 'a UTF-8 BOM; CRLF' (real Windows-saved files carry both)."""
-    raw_skill(skills_root, "both", "\ufeff---\r\nname: both\r\ndescription: Both\r\n---\r\n".encode())
+    write_raw(skills_root, "both", "\ufeff---\r\nname: both\r\ndescription: Both\r\n---\r\n".encode())
     item = one(listing(skills_root), "both")
     assert item["description"] == "Both" and item["error"] is None
 
 
 def test_file_ending_at_closing_fence(skills_root):
     """Issue: 'a file that ends at the closing fence'."""
-    raw_skill(skills_root, "fence", "---\nname: fence\ndescription: Ends here\n---")
+    write_raw(skills_root, "fence", "---\nname: fence\ndescription: Ends here\n---")
     item = one(listing(skills_root), "fence")
     assert item["description"] == "Ends here" and item["error"] is None
 
 
 def test_triple_dash_inside_quoted_value(skills_root):
     """Issue: '`---` inside a quoted value'."""
-    raw_skill(skills_root, "dash", '---\nname: dash\ndescription: "before --- after"\n---\nbody\n')
+    write_raw(skills_root, "dash", '---\nname: dash\ndescription: "before --- after"\n---\nbody\n')
     item = one(listing(skills_root), "dash")
     assert item["description"] == "before --- after" and item["error"] is None
 
@@ -128,7 +81,7 @@ def test_triple_dash_inside_quoted_value(skills_root):
 def test_unquoted_colon_in_description_is_repaired_with_warning(skills_root):
     """Issue: 'an unquoted colon inside a scalar (`description: Use when: x` ...) — repair it and warn, do not
     reject'."""
-    raw_skill(skills_root, "colon", "---\nname: colon\ndescription: Use when: x\n---\nbody\n")
+    write_raw(skills_root, "colon", "---\nname: colon\ndescription: Use when: x\n---\nbody\n")
     item = one(listing(skills_root), "colon")
     assert item["error"] is None
     assert item["description"] == "Use when: x"
@@ -137,15 +90,15 @@ def test_unquoted_colon_in_description_is_repaired_with_warning(skills_root):
 
 def test_unquoted_colon_in_license_is_repaired(skills_root):
     """Issue: '`license: MIT: see LICENSE` — repair it and warn, do not reject the skill'."""
-    raw_skill(skills_root, "lic", "---\nname: lic\ndescription: ok\nlicense: MIT: see LICENSE\n---\nbody\n")
-    item = show(skills_root, "lic")
+    write_raw(skills_root, "lic", "---\nname: lic\ndescription: ok\nlicense: MIT: see LICENSE\n---\nbody\n")
+    item = show_json(skills_root, "lic")
     assert item["error"] is None and item["manifest"]["license"] == "MIT: see LICENSE"
     assert item["warnings"]
 
 
 def test_prettier_wrapped_plain_scalar(skills_root):
     """Issue: 'prettier-wrapped multi-line plain scalars'."""
-    raw_skill(
+    write_raw(
         skills_root,
         "wrapped",
         "---\nname: wrapped\ndescription: Use this skill when the user asks\n  for the price of a stock.\n---\nbody\n",
@@ -157,7 +110,7 @@ def test_prettier_wrapped_plain_scalar(skills_root):
 
 def test_yaml11_yes_stays_a_string(skills_root):
     """Issue: 'YAML 1.1 surprises (`description: yes` ...) — string fields stay the strings the author wrote'."""
-    raw_skill(skills_root, "yes", "---\nname: yes\ndescription: yes\n---\nbody\n")
+    write_raw(skills_root, "yes", "---\nname: yes\ndescription: yes\n---\nbody\n")
     items = listing(skills_root)
     item = one(items, "yes")
     assert item["description"] == "yes"
@@ -166,26 +119,26 @@ def test_yaml11_yes_stays_a_string(skills_root):
 def test_yaml11_version_float_stays_text(skills_root):
     """Issue: '`version: 1.0` ... string fields stay the strings the author wrote, and everything is
     JSON-serializable'."""
-    raw_skill(skills_root, "ver", "---\nname: ver\ndescription: d\nversion: 1.0\n---\nbody\n")
-    assert show(skills_root, "ver")["manifest"]["version"] == "1.0"
+    write_raw(skills_root, "ver", "---\nname: ver\ndescription: d\nversion: 1.0\n---\nbody\n")
+    assert show_json(skills_root, "ver")["manifest"]["version"] == "1.0"
 
 
 def test_yaml_dates_are_json_serializable_text(skills_root):
     """Issue: 'dates ... everything is JSON-serializable'."""
-    raw_skill(skills_root, "dated", "---\nname: dated\ndescription: d\ncreated: 2024-01-02\n---\nbody\n")
-    info = show(skills_root, "dated")
+    write_raw(skills_root, "dated", "---\nname: dated\ndescription: d\ncreated: 2024-01-02\n---\nbody\n")
+    info = show_json(skills_root, "dated")
     assert info["manifest"]["created"] == "2024-01-02"
 
 
 def test_yaml_on_key_stays_a_key(skills_root):
     """Issue: 'a key `on:`' (YAML 1.1 would turn it into True)."""
-    raw_skill(skills_root, "onkey", "---\nname: onkey\ndescription: d\non: push\n---\nbody\n")
-    assert show(skills_root, "onkey")["manifest"].get("on") == "push"
+    write_raw(skills_root, "onkey", "---\nname: onkey\ndescription: d\non: push\n---\nbody\n")
+    assert show_json(skills_root, "onkey")["manifest"].get("on") == "push"
 
 
 def test_numeric_name_stays_text(skills_root):
     """Issue: string fields stay strings; tool names: '`2048` ... get usable ones'."""
-    raw_skill(skills_root, "2048", "---\nname: 2048\ndescription: the game\n---\nbody\n")
+    write_raw(skills_root, "2048", "---\nname: 2048\ndescription: the game\n---\nbody\n")
     item = one(listing(skills_root), "2048")
     assert item["name"] == "2048" and all(TOOL_RX.match(t) for t in item["tool_names"])
 
@@ -194,7 +147,7 @@ def test_metadata_json5_trailing_commas_and_comments_keep_gating(skills_root, mo
     """Issue: '`metadata` as JSON-style flow mappings with trailing commas or `//` comments (... JSON5 — so must we;
     gating must never be silently switched off)'."""
     monkeypatch.delenv("J5_PROBE_KEY", raising=False)
-    raw_skill(
+    write_raw(
         skills_root,
         "j5",
         '---\nname: j5\ndescription: d\nmetadata:\n  {\n    // OpenClaw style\n    "openclaw": {\n'
@@ -207,7 +160,7 @@ def test_metadata_json5_trailing_commas_and_comments_keep_gating(skills_root, mo
 
 def test_metadata_one_line_json_openclaw_style(skills_root):
     """Issue: OpenClaw metadata as a JSON-style flow mapping on one line; 'missing bins → the same for binaries'."""
-    raw_skill(
+    write_raw(
         skills_root,
         "oneline",
         '---\nname: oneline\ndescription: d\nmetadata: {"openclaw": {"emoji": "x", "requires": {"bins": ["no_such_bin_zz9"]}}}\n---\n',  # noqa: E501 (a skill file's text)
@@ -220,21 +173,21 @@ def test_metadata_as_json_string(skills_root, monkeypatch):
     """Issue: 'metadata ... or as a JSON string'."""
     monkeypatch.delenv("JSTR_PROBE_KEY", raising=False)
     meta = json.dumps(json.dumps({"openclaw": {"requires": {"env": ["JSTR_PROBE_KEY"]}}}))
-    raw_skill(skills_root, "jstr", f"---\nname: jstr\ndescription: d\nmetadata: {meta}\n---\n")
+    write_raw(skills_root, "jstr", f"---\nname: jstr\ndescription: d\nmetadata: {meta}\n---\n")
     item = one(listing(skills_root), "jstr")
     assert item["error"] is None and item["needs_config"] == ["JSTR_PROBE_KEY"]
 
 
 def test_missing_name_uses_folder_name(skills_root):
     """Issue: 'Missing `name` → the folder name'."""
-    raw_skill(skills_root, "folder_named", "---\ndescription: no name here\n---\nbody\n")
+    write_raw(skills_root, "folder_named", "---\ndescription: no name here\n---\nbody\n")
     item = one(listing(skills_root), "folder_named")
     assert item["error"] is None
 
 
 def test_missing_description_uses_first_body_line_with_warning(skills_root):
     """Issue: 'missing `description` → the first non-heading body line, with a warning'."""
-    raw_skill(skills_root, "nodesc", "---\nname: nodesc\n---\n# Title\n\nFetches the weather.\nMore.\n")
+    write_raw(skills_root, "nodesc", "---\nname: nodesc\n---\n# Title\n\nFetches the weather.\nMore.\n")
     item = one(listing(skills_root), "nodesc")
     assert item["description"] == "Fetches the weather."
     assert item["warnings"] and item["error"] is None
@@ -242,7 +195,7 @@ def test_missing_description_uses_first_body_line_with_warning(skills_root):
 
 def test_unterminated_frontmatter_is_listed_with_error(skills_root):
     """Issue: 'An unterminated frontmatter block ... → the skill is listed with its error, not dropped'."""
-    raw_skill(skills_root, "unterm", "---\nname: unterm\ndescription: never closed\n\nbody\n")
+    write_raw(skills_root, "unterm", "---\nname: unterm\ndescription: never closed\n\nbody\n")
     items = listing(skills_root)
     found = [i for i in items if i["dir"].endswith("unterm")]
     assert len(found) == 1 and found[0]["error"], items
@@ -250,7 +203,7 @@ def test_unterminated_frontmatter_is_listed_with_error(skills_root):
 
 def test_unparseable_metadata_is_listed_with_error(skills_root):
     """Issue: 'unparseable metadata → the skill is listed with its error, not dropped'."""
-    raw_skill(
+    write_raw(
         skills_root, "badmeta", '---\nname: badmeta\ndescription: d\nmetadata: {"openclaw": {"requires": [[[\n---\n'
     )
     items = listing(skills_root)
@@ -262,7 +215,7 @@ def test_unparseable_metadata_is_listed_with_error(skills_root):
 def test_hopeless_yaml_is_listed_with_error_not_dropped(skills_root):
     """Issue: 'skillyard must list every real skill folder ... with a per-skill diagnostic for anything it ... could not
     read'."""
-    raw_skill(skills_root, "garbage", "---\nname: [unclosed\ndescription: {{{{\n  - : : -\n\t\tx: [\n---\nbody\n")
+    write_raw(skills_root, "garbage", "---\nname: [unclosed\ndescription: {{{{\n  - : : -\n\t\tx: [\n---\nbody\n")
     items = listing(skills_root)
     found = [i for i in items if i["dir"].endswith("garbage")]
     assert len(found) == 1
@@ -271,7 +224,7 @@ def test_hopeless_yaml_is_listed_with_error_not_dropped(skills_root):
 
 def test_frontmatter_not_a_mapping_is_listed(skills_root):
     """Issue: never 'skills that vanish silently'; frontmatter that is a list is diagnosed, not dropped."""
-    raw_skill(skills_root, "listfm", "---\n- a\n- b\n---\nbody\n")
+    write_raw(skills_root, "listfm", "---\n- a\n- b\n---\nbody\n")
     items = listing(skills_root)
     assert len([i for i in items if i["dir"].endswith("listfm")]) == 1
 
@@ -279,24 +232,24 @@ def test_frontmatter_not_a_mapping_is_listed(skills_root):
 def test_error_skill_is_never_run(skills_root):
     """docs/authoring.md: 'A skill with a reading error (`error` in `skillyard list`) is never offered and never
     run.'"""
-    raw_skill(
+    write_raw(
         skills_root,
         "broken",
         '---\nname: broken\ndescription: d\nmetadata: {"openclaw": [[[\n---\n',
         files={"handler.py": "async def execute(i, c):\n    open('RAN', 'w').write('x')\n    return {'ok': True}\n"},
     )
-    env = asyncio.run(arun(skills_root, "broken"))
+    env = asyncio.run(run_skill(skills_root, "broken"))
     assert env["ok"] is False and env["success"] is False and env["error"]
 
 
 def test_list_everything_is_json_serializable_with_odd_values(skills_root):
     """Issue: 'everything is JSON-serializable' (timestamps, sets of odd YAML)."""
-    raw_skill(
+    write_raw(
         skills_root,
         "odd",
         "---\nname: odd\ndescription: d\nwhen: 2024-01-02 10:00:00\nnums: [010, 0x1F, .inf]\nflag: on\n---\n",
     )
-    info = show(skills_root, "odd")
+    info = show_json(skills_root, "odd")
     json.dumps(info)
     assert info["manifest"]["flag"] in ("on", True)
 
@@ -344,7 +297,7 @@ def test_category_from_frontmatter_wins(make_skill, skills_root):
 def test_tool_description_has_category_prefix(make_skill, skills_root):
     """Issue: 'A tool's description is `[category] description` when a category is known (§2.2).'"""
     make_skill("data/px", frontmatter="name: px\ndescription: Price lookup")
-    info = show(skills_root, "px")
+    info = show_json(skills_root, "px")
     assert info["tool_description"] == "[data] Price lookup"
     assert info["tools"][0]["description"] == "[data] Price lookup"
 
@@ -463,7 +416,7 @@ def test_list_table_shows_shadowed_state(make_skill, tmp_path):
     hi, lo = tmp_path / "hi", tmp_path / "lo"
     make_skill("dup", root=hi)
     make_skill("dup", root=lo)
-    res = invoke(["list", "--no-builtin", "--skills-dir", hi, "--skills-dir", lo])
+    res = invoke("list", "--no-builtin", "--skills-dir", hi, "--skills-dir", lo)
     assert res.exit_code == 0
     assert "shadowed" in res.stdout and "ok" in res.stdout
     for col in ("NAME", "TYPE", "EXEC", "STATE", "WARN"):
@@ -567,7 +520,7 @@ async def test_running_host_finds_dropped_in_skill_by_name(make_skill, skills_ro
 
 
 def gated(skills_root: Path, name: str, meta: str, **kw: Any) -> dict[str, Any]:
-    raw_skill(skills_root, name, f"---\nname: {name}\ndescription: d\n{textwrap.dedent(meta).strip()}\n---\n", **kw)
+    write_raw(skills_root, name, f"---\nname: {name}\ndescription: d\n{textwrap.dedent(meta).strip()}\n---\n", **kw)
     return one(listing(skills_root), name)
 
 
@@ -691,7 +644,7 @@ async def test_needs_config_envelope_names_variables_and_skill_not_run(make_skil
         frontmatter="name: nc\ndescription: d\nmetadata:\n  openclaw:\n    requires:\n      env: [NC_A, NC_B]",
         files={"handler.py": f"async def execute(i, c):\n    open({str(marker)!r}, 'w').write('x')\n    return {{}}\n"},
     )
-    env = await arun(skills_root, "nc")
+    env = await run_skill(skills_root, "nc")
     assert env["ok"] is False and env["success"] is False
     assert sorted(env["needs_config"]) == ["NC_A", "NC_B"]
     assert "NC_A" in env["error"] and "NC_B" in env["error"]
@@ -707,7 +660,7 @@ async def test_needs_config_satisfied_by_context_skill_configs(make_skill, skill
         frontmatter="name: nc2\ndescription: d\nmetadata:\n  openclaw:\n    requires:\n      env: [NC_C]",
         files={"handler.py": OK_HANDLER},
     )
-    env = await arun(skills_root, "nc2", skill_configs={"NC_C": "v"})
+    env = await run_skill(skills_root, "nc2", skill_configs={"NC_C": "v"})
     assert env["ok"] is True
 
 
@@ -718,7 +671,7 @@ async def test_missing_bins_envelope(make_skill, skills_root):
         frontmatter="name: mb\ndescription: d\nmetadata:\n  openclaw:\n    requires:\n      bins: [no_such_bin_q1]",
         files={"handler.py": OK_HANDLER},
     )
-    env = await arun(skills_root, "mb")
+    env = await run_skill(skills_root, "mb")
     assert env["ok"] is False and env["missing_bins"] == ["no_such_bin_q1"]
 
 
@@ -730,7 +683,7 @@ async def test_exec_mode_skips_bins_check(make_skill, skills_root, mode):
         frontmatter=f"name: em\ndescription: d\nexec_mode: {mode}\nmetadata:\n  openclaw:\n    requires:\n      bins: [no_such_bin_q2]",  # noqa: E501 (a skill file's text)
         files={"handler.py": OK_HANDLER},
     )
-    env = await arun(skills_root, "em")
+    env = await run_skill(skills_root, "em")
     assert env["ok"] is True
 
 
@@ -742,7 +695,7 @@ def test_cli_needs_config_exit_1(make_skill, skills_root, monkeypatch):
         frontmatter="name: ncc\ndescription: d\nmetadata:\n  openclaw:\n    requires:\n      env: [NC_CLI]",
         files={"handler.py": OK_HANDLER},
     )
-    res = invoke(["run", "ncc", "--skills-dir", skills_root])
+    res = invoke("run", "ncc", "--skills-dir", skills_root)
     assert res.exit_code == 1
     env = json.loads(res.stdout)
     assert env["needs_config"] == ["NC_CLI"]
@@ -794,7 +747,7 @@ def test_handler_without_entry_is_downgraded_with_warning(make_skill, skills_roo
     folder = make_skill("noentry", files={"handler.py": "def helper():\n    return 1\n"})
     item = one(listing(skills_root), "noentry")
     assert item["skill_type"] == "skill_md" and item["warnings"]
-    res = invoke(["validate", folder, "--json"])
+    res = invoke("validate", folder, "--json")
     report = json.loads(res.stdout)
     assert report[0]["warnings"] or report[0]["errors"]
 
@@ -803,7 +756,7 @@ def test_handler_without_entry_is_downgraded_with_warning(make_skill, skills_roo
 def test_tool_names_provider_safe(skills_root, name):
     """Issue: 'Tool names are provider-safe (`^[A-Za-z0-9_-]{1,64}$` ...), derived deterministically from the name
     (`数据-技能`, `here.now` and `2048` all get usable ones)'."""
-    raw_skill(skills_root, "folder", f'---\nname: "{name}"\ndescription: d\n---\n')
+    write_raw(skills_root, "folder", f'---\nname: "{name}"\ndescription: d\n---\n')
     first = one(listing(skills_root), name)["tool_names"]
     again = one(listing(skills_root), name)["tool_names"]
     assert first and first == again and all(TOOL_RX.match(t) for t in first)
@@ -811,8 +764,8 @@ def test_tool_names_provider_safe(skills_root, name):
 
 def test_tool_name_collision_resolved_and_reported(skills_root):
     """Issue: 'collisions are resolved deterministically and reported'."""
-    raw_skill(skills_root, "a", "---\nname: here.now\ndescription: d\n---\n")
-    raw_skill(skills_root, "b", "---\nname: here_now\ndescription: d\n---\n")
+    write_raw(skills_root, "a", "---\nname: here.now\ndescription: d\n---\n")
+    write_raw(skills_root, "b", "---\nname: here_now\ndescription: d\n---\n")
     items = listing(skills_root)
     t1, t2 = one(items, "here.now")["tool_names"], one(items, "here_now")["tool_names"]
     assert set(t1).isdisjoint(t2)
@@ -822,7 +775,7 @@ def test_tool_name_collision_resolved_and_reported(skills_root):
 def test_long_name_tool_name_capped(skills_root):
     """Issue: tool names match `^[A-Za-z0-9_-]{1,64}$` (docs: 'names over 64 characters are cut and end in a hash')."""
     long = "x" * 100
-    raw_skill(skills_root, "long", f"---\nname: {long}\ndescription: d\n---\n")
+    write_raw(skills_root, "long", f"---\nname: {long}\ndescription: d\n---\n")
     tools = one(listing(skills_root), long)["tool_names"]
     assert tools and all(TOOL_RX.match(t) for t in tools)
 
@@ -831,7 +784,7 @@ def test_aliases_reported_and_runnable(make_skill, skills_root):
     """Issue: 'Frontmatter `aliases: [..]` makes a skill callable under other names too ..., reported by `list`.'"""
     make_skill("al", frontmatter="name: al\ndescription: d\naliases: [nocodb_probe, other]", files={"handler.py": ECHO})
     assert one(listing(skills_root), "al")["aliases"] == ["nocodb_probe", "other"]
-    env = asyncio.run(arun(skills_root, "nocodb_probe", {"a": 1}))
+    env = asyncio.run(run_skill(skills_root, "nocodb_probe", {"a": 1}))
     assert env["ok"] is True and env["got"] == {"a": 1}
 
 
@@ -910,7 +863,7 @@ def test_handler_py_without_exec_is_python(make_skill, skills_root):
 def test_missing_exec_config_file_is_reported(make_skill, skills_root):
     """docs/cli.md validate: 'Errors: anything that stops the skill from loading (... missing `exec.config` ...)'."""
     folder = make_skill("nocfg", frontmatter="name: nocfg\ndescription: d\nexec:\n  config: nothere.sh")
-    res = invoke(["validate", folder])
+    res = invoke("validate", folder)
     assert res.exit_code == 1
 
 
@@ -918,21 +871,21 @@ def test_missing_exec_config_file_is_reported(make_skill, skills_root):
 async def test_browser_mcp_not_supported(make_skill, skills_root, t):
     """Issue: 'BROWSER and MCP answer a clear "not supported yet" failure envelope.'"""
     make_skill("bm", frontmatter=f"name: bm\ndescription: d\nexec:\n  primary:\n    type: {t}")
-    env = await arun(skills_root, "bm")
+    env = await run_skill(skills_root, "bm")
     assert env["ok"] is False and "not supported" in env["error"]
 
 
 async def test_unknown_exec_type_config_failure_naming_known_types(make_skill, skills_root):
     """docs/authoring.md: 'A type no plugin registered answers a `config` failure naming the known types.'"""
     make_skill("unk", frontmatter="name: unk\ndescription: d\nexec:\n  primary:\n    type: TELEPATHY")
-    env = await arun(skills_root, "unk")
+    env = await run_skill(skills_root, "unk")
     assert env["ok"] is False and env["error_type"] == "config" and "SHELL" in env["error"]
 
 
 async def test_skill_md_run_is_config_failure(make_skill, skills_root):
     """docs/authoring.md: '`skill_md` ... `skillyard run` answers a `config` failure'."""
     make_skill("docsonly")
-    env = await arun(skills_root, "docsonly")
+    env = await run_skill(skills_root, "docsonly")
     assert env["ok"] is False and env["error_type"] == "config"
 
 
@@ -956,7 +909,7 @@ def test_schema_json_beats_input_schema_constant(make_skill, skills_root):
             + OK_HANDLER,
         },
     )
-    assert set(show(skills_root, "sj")["input_schema"]["properties"]) == {"from_file"}
+    assert set(show_json(skills_root, "sj")["input_schema"]["properties"]) == {"from_file"}
 
 
 def test_input_schema_constant_used(make_skill, skills_root):
@@ -967,7 +920,7 @@ def test_input_schema_constant_used(make_skill, skills_root):
             "handler.py": "INPUT_SCHEMA = {'type': 'object', 'properties': {'c': {'type': 'integer'}}}\n" + OK_HANDLER
         },
     )
-    assert set(show(skills_root, "isc")["input_schema"]["properties"]) == {"c"}
+    assert set(show_json(skills_root, "isc")["input_schema"]["properties"]) == {"c"}
 
 
 def test_bare_string_property_repaired_with_warning(make_skill, skills_root):
@@ -977,7 +930,7 @@ def test_bare_string_property_repaired_with_warning(make_skill, skills_root):
         "bare",
         files={"schema.json": json.dumps({"type": "object", "properties": {"symbol": "string"}}), "handler.py": ECHO},
     )
-    info = show(skills_root, "bare")
+    info = show_json(skills_root, "bare")
     assert info["input_schema"]["properties"]["symbol"] == {"type": "string"} and info["warnings"]
     assert info["error"] is None
 
@@ -995,7 +948,7 @@ async def test_required_empty_counts_as_missing(make_skill, skills_root, value):
             "handler.py": f"async def execute(i, c):\n    open({str(marker)!r}, 'w').write('x')\n    return {{}}\n",
         },
     )
-    env = await arun(skills_root, "req", {"who": value})
+    env = await run_skill(skills_root, "req", {"who": value})
     assert env["ok"] is False and env["need_param"] == "who" and env["error_type"] == "recoverable"
     assert "who" in env["error"] and not marker.exists()
 
@@ -1010,14 +963,14 @@ async def test_zero_and_false_are_values(make_skill, skills_root, value):
             "handler.py": ECHO,
         },
     )
-    env = await arun(skills_root, "req0", {"n": value})
+    env = await run_skill(skills_root, "req0", {"n": value})
     assert env["ok"] is True and env["got"]["n"] == value
 
 
 async def test_missing_required_key(make_skill, skills_root):
     """Spec §3.1: '缺字段 ... 都判为未提供'."""
     make_skill("req1", files={"schema.json": json.dumps(SCHEMA_WHO), "handler.py": ECHO})
-    env = await arun(skills_root, "req1", {})
+    env = await run_skill(skills_root, "req1", {})
     assert env["ok"] is False and env["need_param"] == "who"
     assert "Who to greet" in env["error"]  # docs: 'it names the field and quotes its `description`'
 
@@ -1031,7 +984,7 @@ async def test_type_error_names_field(make_skill, skills_root):
             "handler.py": ECHO,
         },
     )
-    env = await arun(skills_root, "typ", {"count": "abc"})
+    env = await run_skill(skills_root, "typ", {"count": "abc"})
     assert env["ok"] is False and env["need_param"] == "count" and env["error_type"] == "recoverable"
     assert "count" in env["error"]
 
@@ -1043,7 +996,7 @@ async def test_nested_type_error_names_field(make_skill, skills_root):
         "properties": {"opts": {"type": "object", "properties": {"depth": {"type": "integer"}}}},
     }
     make_skill("nest", files={"schema.json": json.dumps(schema), "handler.py": ECHO})
-    env = await arun(skills_root, "nest", {"opts": {"depth": "deep"}})
+    env = await run_skill(skills_root, "nest", {"opts": {"depth": "deep"}})
     assert env["ok"] is False and env["need_param"] in ("opts", "opts.depth", "depth")
 
 
@@ -1056,7 +1009,7 @@ async def test_defaults_not_filled_in(make_skill, skills_root):
             "handler.py": ECHO,
         },
     )
-    env = await arun(skills_root, "dflt", {})
+    env = await run_skill(skills_root, "dflt", {})
     assert env["got"] == {}
 
 
@@ -1080,7 +1033,7 @@ def test_invalid_schema_shapes_repaired_or_error(make_skill, skills_root, schema
     values that are not objects, `additionalProperties`/`items` that are neither boolean nor object) are repaired
     with a warning or reported as the skill's error (§3.1).'"""
     make_skill("shape", files={"schema.json": json.dumps(schema), "handler.py": OK_HANDLER})
-    info = show(skills_root, "shape")
+    info = show_json(skills_root, "shape")
     if info["error"] is None:
         assert info["warnings"]
         from jsonschema.validators import Draft202012Validator
@@ -1119,7 +1072,7 @@ def test_credentials_removed_from_exposed_schema(make_skill, skills_root):
     §5.2) are credentials: removed from the schema exposed to models (`skillyard show --json` prints the exposed
     schema)' and '`"x-secret": false` to stay an ordinary parameter (or `true` to force credential treatment)'."""
     make_skill("cred", files={"schema.json": json.dumps(CRED_SCHEMA), "handler.py": ECHO})
-    info = show(skills_root, "cred")
+    info = show_json(skills_root, "cred")
     props = set(info["input_schema"]["properties"])
     assert props == {"q", "author", "max_tokens"}
     assert info["input_schema"].get("required") == ["q"]
@@ -1130,7 +1083,7 @@ def test_credentials_removed_from_exposed_schema(make_skill, skills_root):
 async def test_credential_input_ignored_and_filled_from_configs(make_skill, skills_root):
     """Issue: 'filled from configs at run time, and a value passed in the input for them is ignored'."""
     make_skill("cred2", files={"schema.json": json.dumps(CRED_SCHEMA), "handler.py": ECHO})
-    env = await arun(
+    env = await run_skill(
         skills_root,
         "cred2",
         {"q": "x", "api_key": "from-model", "plain": "model"},
@@ -1143,7 +1096,7 @@ async def test_credential_input_ignored_and_filled_from_configs(make_skill, skil
 def test_validate_lists_every_matched_property(make_skill, skills_root):
     """Issue: '`validate` lists every property the rule matched so authors see it' (incl. x-secret:false ones)."""
     folder = make_skill("cred3", files={"schema.json": json.dumps(CRED_SCHEMA), "handler.py": ECHO})
-    res = invoke(["validate", folder, "--json"])
+    res = invoke("validate", folder, "--json")
     text = json.dumps(json.loads(res.stdout))
     for p in ("api_key", "Password", "keyword", "author", "max_tokens"):
         assert p in text, p
@@ -1163,7 +1116,7 @@ def test_fan_out_tool_names_and_subschemas(make_skill, skills_root):
     """Issue: '`cli_commands` with 1–45 entries fan out into tools `<skill>__<sub>`'; show: '`tool_names` (with fan-out
     and each subcommand's schema)'."""
     make_skill("notes", frontmatter=NOTES_FM, files={"handler.py": ECHO})
-    info = show(skills_root, "notes")
+    info = show_json(skills_root, "notes")
     assert sorted(info["tool_names"]) == ["notes__add", "notes__list"]
     tools = {t["name"]: t for t in info["tools"]}
     assert tools["notes__add"]["input_schema"]["required"] == ["text"]
@@ -1201,7 +1154,7 @@ def test_exactly_45_subcommands_fan_out(make_skill, skills_root):
 def test_cli_run_fan_out_tool_name(make_skill, skills_root):
     """Issue: '`skillyard run NAME` (NAME may be a skill name, an alias or a fan-out tool name `<skill>__<sub>`)'."""
     make_skill("notes", frontmatter=NOTES_FM, files={"handler.py": ECHO})
-    res = invoke(["run", "notes__add", "--skills-dir", skills_root, "--input", '{"text": "t"}'])
+    res = invoke("run", "notes__add", "--skills-dir", skills_root, "--input", '{"text": "t"}')
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["got"]["_subcommand"] == "add"
 
@@ -1240,7 +1193,7 @@ async def test_binding_by_required_positionals(make_skill, skills_root, sig, exp
         "both": "    return {'bound': 'both', 'v': i['v'], 'has_ctx': 'raw_input' in c}\n",
     }[expected]
     make_skill("bind", files={"handler.py": f"async def execute{sig}:\n{body}"})
-    env = await arun(skills_root, "bind", {"v": 1})
+    env = await run_skill(skills_root, "bind", {"v": 1})
     assert env["ok"] is True, env
     assert env["bound"] == expected
     if expected == "both":
@@ -1250,14 +1203,14 @@ async def test_binding_by_required_positionals(make_skill, skills_root, sig, exp
 async def test_non_dict_result_wrapped(make_skill, skills_root):
     """Issue: 'non-dict results wrapped as `{"result": …}`'."""
     make_skill("nd", files={"handler.py": "async def execute(i):\n    return [1, 2]\n"})
-    env = await arun(skills_root, "nd")
+    env = await run_skill(skills_root, "nd")
     assert env["ok"] is True and env["result"] == [1, 2]
 
 
 async def test_none_result_is_success(make_skill, skills_root):
     """Spec §6.1: '缺省或 None 不算失败'; issue: 'non-dict results wrapped as {"result": …}'."""
     make_skill("nn", files={"handler.py": "def execute():\n    return None\n"})
-    env = await arun(skills_root, "nn")
+    env = await run_skill(skills_root, "nn")
     assert env["ok"] is True and env["success"] is True
 
 
@@ -1274,7 +1227,7 @@ async def test_sync_entry_runs_in_worker_thread_with_db_none(make_skill, skills_
     """
         },
     )
-    env = await arun(skills_root, "sync")
+    env = await run_skill(skills_root, "sync")
     assert env["ok"] is True and env["thread"] is False and env["has_db"] is True and env["db"] is None
 
 
@@ -1329,7 +1282,7 @@ async def test_skill_folder_not_on_sys_path(make_skill, skills_root):
     """docs/authoring.md: 'Code is imported per skill, under its own package name; the skill folder is never put on
     `sys.path`.'"""
     folder = make_skill("sp", files={"handler.py": "import sys\ndef execute():\n    return {'path': sys.path}\n"})
-    env = await arun(skills_root, "sp")
+    env = await run_skill(skills_root, "sp")
     assert str(folder) not in env["path"]
     assert str(folder) not in sys.path
 
@@ -1353,7 +1306,7 @@ async def test_in_process_timeout_async(make_skill, skills_root):
         frontmatter="name: slow\ndescription: d\nexec:\n  timeout: 1",
         files={"handler.py": "import asyncio\nasync def execute(i, c):\n    await asyncio.sleep(30)\n    return {}\n"},
     )
-    env = await arun(skills_root, "slow")
+    env = await run_skill(skills_root, "slow")
     assert env["ok"] is False and env["timed_out"] is True and env["success"] is False
 
 
@@ -1364,7 +1317,7 @@ async def test_in_process_timeout_sync(make_skill, skills_root):
         frontmatter="name: slows\ndescription: d\nexec:\n  timeout: 1",
         files={"handler.py": "import time\ndef execute(i, c):\n    time.sleep(3)\n    return {'late': True}\n"},
     )
-    env = await arun(skills_root, "slows")
+    env = await run_skill(skills_root, "slows")
     assert env["ok"] is False and env["timed_out"] is True
 
 
@@ -1376,7 +1329,7 @@ async def test_exception_becomes_envelope(make_skill, skills_root, exc):
     """Issue: 'Exceptions inside a skill become failure envelopes with `exception_type` (the class name, e.g. `OSError`,
     `ConnectionRefusedError`) and the message (traceback to the log only)'."""
     make_skill("boom", files={"handler.py": f"async def execute(i, c):\n    raise {exc}\n"})
-    env = await arun(skills_root, "boom")
+    env = await run_skill(skills_root, "boom")
     cls, msg = exc.split("(")[0], exc.split("'")[1]
     assert env["ok"] is False and env["success"] is False
     assert env["exception_type"] == cls and msg in env["error"]
@@ -1387,7 +1340,7 @@ async def test_exception_becomes_envelope(make_skill, skills_root, exc):
 async def test_exception_in_sync_entry(make_skill, skills_root):
     """Issue: 'Exceptions inside a skill become failure envelopes'."""
     make_skill("boom2", files={"handler.py": "def execute(i):\n    return 1 / 0\n"})
-    env = await arun(skills_root, "boom2")
+    env = await run_skill(skills_root, "boom2")
     assert env["ok"] is False and env["exception_type"] == "ZeroDivisionError"
 
 
@@ -1395,14 +1348,14 @@ async def test_exception_at_import(make_skill, skills_root):
     """Issue: 'Exceptions inside a skill become failure envelopes'; yard.run: 'a skill's failures never raise'
     (README)."""
     make_skill("boom3", files={"handler.py": "raise RuntimeError('at import')\ndef execute():\n    return {}\n"})
-    env = await arun(skills_root, "boom3")
+    env = await run_skill(skills_root, "boom3")
     assert env["ok"] is False and env["exception_type"] == "RuntimeError"
 
 
 async def test_syntax_error_handler(make_skill, skills_root):
     """decisions.md: 'a handler that does not parse ... fails its first run with `exception_type: SyntaxError`'."""
     make_skill("syn", files={"handler.py": "def execute(:\n    pass\n"})
-    env = await arun(skills_root, "syn")
+    env = await run_skill(skills_root, "syn")
     assert env["ok"] is False and env["exception_type"] == "SyntaxError"
 
 
@@ -1414,7 +1367,7 @@ async def test_custom_exception_type_name(make_skill, skills_root):
             "handler.py": "class QuotaGone(ConnectionError):\n    pass\nasync def execute(i, c):\n    raise QuotaGone('q')\n"  # noqa: E501 (a skill file's text)
         },
     )
-    env = await arun(skills_root, "boom4")
+    env = await run_skill(skills_root, "boom4")
     assert env["exception_type"] == "QuotaGone" and env["exception_family"] == "ConnectionError"
     assert env["error_type"] == "transient"
 
@@ -1435,7 +1388,7 @@ async def test_system_exit_in_process_reruns_as_cli(make_skill, skills_root):
     """
         },
     )
-    env = await arun(skills_root, "sx")
+    env = await run_skill(skills_root, "sx")
     assert env.get("via") == "subprocess" and env["pid"] != os.getpid()
 
 
@@ -1467,7 +1420,7 @@ def probe_cli(make_skill):
 async def test_python_cli_runs_as_subprocess(probe_cli, skills_root, monkeypatch):
     """Issue: 'PYTHON CLI: a script with argparse and `if __name__ == "__main__"` ... runs as a subprocess'."""
     monkeypatch.setenv("PROBE_DECLARED", "d")
-    env = await arun(skills_root, "probe", {"x": "1"})
+    env = await run_skill(skills_root, "probe", {"x": "1"})
     assert env["ok"] is True and env["pid"] != os.getpid()
     assert one(listing(skills_root), "probe")["exec_type"] == "PYTHON"
 
@@ -1475,7 +1428,7 @@ async def test_python_cli_runs_as_subprocess(probe_cli, skills_root, monkeypatch
 async def test_argv_encoding(probe_cli, skills_root, monkeypatch):
     """Issue: 'input as argv (`--key value`, booleans as flags, lists repeated, objects as JSON)'."""
     monkeypatch.setenv("PROBE_DECLARED", "d")
-    env = await arun(
+    env = await run_skill(
         skills_root, "probe", {"name": "Ada", "flag": True, "off": False, "tags": ["a", "b"], "opts": {"x": 1}, "n": 3}
     )
     argv = env["argv"]
@@ -1493,7 +1446,7 @@ async def test_skill_input_and_context_env(probe_cli, skills_root, monkeypatch):
     """Issue: 'and as `SKILL_INPUT`, the context as `SKILL_CONTEXT` (JSON-serializable keys only, never `_`-prefixed
     keys, never db/call_skill)'."""
     monkeypatch.setenv("PROBE_DECLARED", "d")
-    env = await arun(skills_root, "probe", {"a": 1}, _meta={"internal": 1}, org_name="acme", role_id="r1")
+    env = await run_skill(skills_root, "probe", {"a": 1}, _meta={"internal": 1}, org_name="acme", role_id="r1")
     child = env["env"]
     assert json.loads(child["SKILL_INPUT"]) == {"a": 1}
     ctx = json.loads(child["SKILL_CONTEXT"])
@@ -1511,7 +1464,7 @@ async def test_child_env_is_minimal(probe_cli, skills_root, monkeypatch):
     monkeypatch.setenv("PROBE_PRIMARY", "primary-v")
     monkeypatch.setenv("HOST_ONLY_SECRET", "leakme")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-leak")
-    env = await arun(skills_root, "probe", {})
+    env = await run_skill(skills_root, "probe", {})
     child = env["env"]
     assert child["PROBE_DECLARED"] == "declared-v" and child["PROBE_PRIMARY"] == "primary-v"
     assert "HOST_ONLY_SECRET" not in child and "AWS_SECRET_ACCESS_KEY" not in child
@@ -1537,7 +1490,7 @@ async def test_declared_credential_from_configs(probe_cli, skills_root, monkeypa
     """Issue: 'the credentials the skill declares (requires.env / primaryEnv, from configs, then the host environment,
     §5.2)'."""
     monkeypatch.setenv("PROBE_DECLARED", "from-host")
-    env = await arun(skills_root, "probe", {}, skill_configs={"PROBE_DECLARED": "from-config"})
+    env = await run_skill(skills_root, "probe", {}, skill_configs={"PROBE_DECLARED": "from-config"})
     assert env["env"]["PROBE_DECLARED"] == "from-config"
 
 
@@ -1547,7 +1500,7 @@ async def test_skill_context_has_no_secrets(probe_cli, skills_root, monkeypatch)
     Spec §5.2: 凭证 ... 不展开、不打印."""
     monkeypatch.setenv("PROBE_DECLARED", "x")
     pk = "-----BEGIN PRIVATE KEY-----MIIEvQIBADANBgkqhkiG9w0BAQEFAASC-----END PRIVATE KEY-----"
-    env = await arun(
+    env = await run_skill(
         skills_root,
         "probe",
         {},
@@ -1579,7 +1532,7 @@ async def test_credential_param_as_env_not_argv(make_skill, skills_root):
             ),
         },
     )
-    env = await arun(skills_root, "cp", {"q": "z"}, skill_configs={"api_token": "CFGTOKEN99"})
+    env = await run_skill(skills_root, "cp", {"q": "z"}, skill_configs={"api_token": "CFGTOKEN99"})
     assert env["env"].get("API_TOKEN") == "CFGTOKEN99"
     assert "CFGTOKEN99" not in json.dumps(env["argv"]) and "CFGTOKEN99" not in env["env"]["SKILL_INPUT"]
 
@@ -1587,7 +1540,7 @@ async def test_credential_param_as_env_not_argv(make_skill, skills_root):
 async def test_cwd_is_session_workspace(probe_cli, skills_root, monkeypatch, home):
     """Issue: 'cwd = the session workspace'; docs: 'SKILLYARD_HOME/workspaces/<session_id or "default">'."""
     monkeypatch.setenv("PROBE_DECLARED", "x")
-    env = await arun(skills_root, "probe", {}, session_id="sess1")
+    env = await run_skill(skills_root, "probe", {}, session_id="sess1")
     assert os.path.realpath(env["cwd"]) == os.path.realpath(home / "workspaces" / "sess1")
 
 
@@ -1595,7 +1548,7 @@ async def test_cwd_given_workspace(probe_cli, skills_root, monkeypatch, tmp_path
     """Issue: 'cwd = the session workspace' (workspace_dir given)."""
     monkeypatch.setenv("PROBE_DECLARED", "x")
     ws = tmp_path / "ws_given"
-    env = await arun(skills_root, "probe", {}, workspace_dir=str(ws))
+    env = await run_skill(skills_root, "probe", {}, workspace_dir=str(ws))
     assert os.path.realpath(env["cwd"]) == os.path.realpath(ws)
 
 
@@ -1608,7 +1561,7 @@ def shell_skill(make_skill, name: str, script: str, extra: str = "") -> Path:
 async def test_shell_skill_runs(make_skill, skills_root):
     """Issue: 'Subprocess types (... SHELL ...)'; spec §2.3 SKILL_INPUT."""
     shell_skill(make_skill, "sh1", 'printf \'{"ok": true, "first": "%s", "input": %s}\\n\' "$1" "$SKILL_INPUT"\n')
-    env = await arun(skills_root, "sh1", {"x": "y"})
+    env = await run_skill(skills_root, "sh1", {"x": "y"})
     assert env["ok"] is True and env["first"] == "--x" and env["input"] == {"x": "y"}
 
 
@@ -1620,14 +1573,14 @@ async def test_inline_shell(make_skill, skills_root):
     )
     item = one(listing(skills_root), "inl")
     assert item["exec_type"] == "INLINE_SHELL"
-    env = await arun(skills_root, "inl", {"who": "ada"})
+    env = await run_skill(skills_root, "inl", {"who": "ada"})
     assert env["ok"] is True and (env["a1"], env["a2"]) == ("--who", "ada")
 
 
 async def test_inline_shell_without_command_is_config_failure(make_skill, skills_root):
     """docs/authoring.md: 'an INLINE_SHELL without `command` is a `config` failure.'"""
     make_skill("inl2", frontmatter="name: inl2\ndescription: d\nexec:\n  primary:\n    type: INLINE_SHELL")
-    env = await arun(skills_root, "inl2")
+    env = await run_skill(skills_root, "inl2")
     assert env["ok"] is False and env["error_type"] == "config"
 
 
@@ -1646,7 +1599,7 @@ async def test_inline_shell_without_command_is_config_failure(make_skill, skills
 async def test_stdout_parse_order(make_skill, skills_root, script, check):
     """Issue: 'stdout parsed in order: whole JSON → last line JSON → media path line → `{"output": stdout}`'."""
     shell_skill(make_skill, "out", script)
-    env = await arun(skills_root, "out")
+    env = await run_skill(skills_root, "out")
     assert env["ok"] is True and check(env), env
 
 
@@ -1654,7 +1607,7 @@ async def test_stdout_media_path_line(make_skill, skills_root, tmp_path):
     """Issue: 'stdout parsed in order: ... → media path line'."""
     ws = tmp_path / "ws_media"
     shell_skill(make_skill, "media", "printf 'PNGDATA' > pic.png\necho 'made it'\necho pic.png\n")
-    env = await arun(skills_root, "media", workspace_dir=str(ws))
+    env = await run_skill(skills_root, "media", workspace_dir=str(ws))
     assert env["ok"] is True and env["local_path"].endswith("pic.png") and env["media"] == "image"
 
 
@@ -1662,7 +1615,7 @@ async def test_nonzero_exit(make_skill, skills_root):
     """Issue: 'stderr goes to the log; non-zero exit is a technical failure whose envelope carries `exit_code` and
     `stderr_tail`'."""
     shell_skill(make_skill, "fail", "echo 'partial'\necho 'disk is full' >&2\nexit 3\n")
-    env = await arun(skills_root, "fail")
+    env = await run_skill(skills_root, "fail")
     assert env["ok"] is False and env["success"] is False and env["exit_code"] == 3
     assert "disk is full" in env["stderr_tail"] and env["error"]
 
@@ -1670,14 +1623,14 @@ async def test_nonzero_exit(make_skill, skills_root):
 async def test_nonzero_exit_with_ok_json_still_failure(make_skill, skills_root):
     """Spec §2.3: '退出码非 0 判为技术失败' even when stdout says ok."""
     shell_skill(make_skill, "fail2", "echo '{\"ok\": true}'\nexit 1\n")
-    env = await arun(skills_root, "fail2")
+    env = await run_skill(skills_root, "fail2")
     assert env["ok"] is False and env["exit_code"] == 1
 
 
 async def test_stderr_not_in_success_envelope(make_skill, skills_root):
     """Issue: 'stderr goes to the log'."""
     shell_skill(make_skill, "logs", "echo 'LOGLINE-XYZ' >&2\necho '{\"ok\": true}'\n")
-    env = await arun(skills_root, "logs")
+    env = await run_skill(skills_root, "logs")
     assert env["ok"] is True and "LOGLINE-XYZ" not in json.dumps(env)
 
 
@@ -1685,7 +1638,7 @@ async def test_subprocess_timeout_kills_group(make_skill, skills_root, tmp_path)
     """Issue: 'on timeout the whole process group is killed and the envelope says `timed_out: true`'."""
     ws = tmp_path / "ws_to"
     shell_skill(make_skill, "hang", "sleep 60 &\necho $! > child.pid\nsleep 60\n", extra="  timeout: 1")
-    env = await arun(skills_root, "hang", workspace_dir=str(ws))
+    env = await run_skill(skills_root, "hang", workspace_dir=str(ws))
     assert env["ok"] is False and env["timed_out"] is True
     pid = int((ws / "child.pid").read_text())
     for _ in range(50):
@@ -1709,11 +1662,11 @@ async def test_missing_interpreter_is_config_failure(make_skill, skills_root, tm
     empty = tmp_path / "emptybin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    env = await arun(skills_root, "js")
+    env = await run_skill(skills_root, "js")
     assert env["ok"] is False and env["error_type"] == "config" and "node" in env["error"]
 
 
-@needs_bin("node")
+@needs("node")
 async def test_node_skill(make_skill, skills_root):
     """Issue: 'Subprocess types (... NODE ...)'."""
     make_skill(
@@ -1728,11 +1681,11 @@ async def test_node_skill(make_skill, skills_root):
     """
         },
     )
-    env = await arun(skills_root, "nd", {"x": 5}, channel="web")
+    env = await run_skill(skills_root, "nd", {"x": 5}, channel="web")
     assert env == {**env, "ok": True, "lang": "node", "x": 5, "ch": "web"} and env["argv"] == ["--x", "5"]
 
 
-@needs_bin("ruby")
+@needs("ruby")
 async def test_ruby_skill(make_skill, skills_root):
     """Issue: 'Subprocess types (... RUBY ...)'."""
     make_skill(
@@ -1746,7 +1699,7 @@ async def test_ruby_skill(make_skill, skills_root):
     """
         },
     )
-    env = await arun(skills_root, "rb", {"x": "q"})
+    env = await run_skill(skills_root, "rb", {"x": "q"})
     assert env["ok"] is True and env["lang"] == "ruby" and env["argv"] == ["--x", "q"] and env["x"] == "q"
 
 
@@ -1772,7 +1725,7 @@ func main() {
 """
 
 
-@needs_bin("go")
+@needs("go")
 async def test_go_skill(make_skill, skills_root):
     """Issue: 'Subprocess types (... GO)'."""
     make_skill(
@@ -1780,11 +1733,11 @@ async def test_go_skill(make_skill, skills_root):
         frontmatter="name: gs\ndescription: d\nexec:\n  config: main.go\n  timeout: 180",
         files={"main.go": GO_MAIN},
     )
-    env = await arun(skills_root, "gs", {"x": "v"})
+    env = await run_skill(skills_root, "gs", {"x": "v"})
     assert env["ok"] is True and env["lang"] == "go" and env["argv"] == ["--x", "v"]
 
 
-@needs_bin("go")
+@needs("go")
 async def test_go_exit_code_is_programs(make_skill, skills_root):
     """docs/authoring.md: 'For GO skills ... `exit_code` is the program's own code N.'"""
     make_skill(
@@ -1792,7 +1745,7 @@ async def test_go_exit_code_is_programs(make_skill, skills_root):
         frontmatter="name: gf\ndescription: d\nexec:\n  config: main.go\n  timeout: 180",
         files={"main.go": GO_MAIN},
     )
-    env = await arun(skills_root, "gf", {"fail": True})
+    env = await run_skill(skills_root, "gf", {"fail": True})
     assert env["ok"] is False and env["exit_code"] == 3 and "go failing" in env["stderr_tail"]
 
 
@@ -1803,7 +1756,7 @@ async def test_cli_subcommand_is_argv0(make_skill, skills_root):
         frontmatter="name: clisub\ndescription: d\nexec:\n  config: probe.py\ncli_commands:\n  add:\n    properties: {text: {type: string}}\n  rm: {}",  # noqa: E501 (a skill file's text)
         files={"probe.py": PROBE_CLI},
     )
-    env = await arun(skills_root, "clisub__add", {"text": "t"})
+    env = await run_skill(skills_root, "clisub__add", {"text": "t"})
     assert env["argv"][0] == "add" and env["argv"][1:] == ["--text", "t"]
     assert json.loads(env["env"]["SKILL_INPUT"]).get("_subcommand") in ("add", None)
 
@@ -1818,7 +1771,7 @@ async def test_secret_scrubbed_from_stderr_tail(make_skill, skills_root, monkeyp
         'echo "auth failed with $SCRUB_API_KEY" >&2\nexit 1\n',
         extra="metadata:\n  openclaw:\n    requires:\n      env: [SCRUB_API_KEY]",
     )
-    env = await arun(skills_root, "leaky")
+    env = await run_skill(skills_root, "leaky")
     assert env["ok"] is False and "supersecretvalue" not in json.dumps(env)
 
 
@@ -1895,7 +1848,7 @@ async def test_http_get_url_encoding_query_headers_path(make_skill, skills_root,
     """,
         extra="metadata:\n  openclaw:\n    requires:\n      env: [PRICE_API_KEY]",
     )
-    env = await arun(
+    env = await run_skill(
         skills_root, "price", {"symbol": "BRK/A b&c", "limit": 5}, skill_configs={"PRICE_API_KEY": "k-123"}
     )
     assert env["ok"] is True, env
@@ -1919,7 +1872,7 @@ async def test_http_header_var_from_environment(make_skill, skills_root, api, mo
     """,
         extra="metadata:\n  openclaw:\n    primaryEnv: PRICE_ENV_KEY",
     )
-    env = await arun(skills_root, "price2", {})
+    env = await run_skill(skills_root, "price2", {})
     assert env["ok"] is True and ApiHandler.seen[-1]["headers"]["X-Key"] == "env-456"
 
 
@@ -1936,7 +1889,7 @@ async def test_http_post_json_body(make_skill, skills_root, api):
         body = "json"
     """,
     )
-    env = await arun(skills_root, "post", {"id": "7", "limit": 2, "name": "x", "tags": ["a"]})
+    env = await run_skill(skills_root, "post", {"id": "7", "limit": 2, "name": "x", "tags": ["a"]})
     assert env["ok"] is True
     rec = ApiHandler.seen[-1]
     assert rec["method"] == "POST" and rec["path"] == "/items/7"
@@ -1956,7 +1909,7 @@ async def test_http_form_body(make_skill, skills_root, api):
         body = "form"
     """,
     )
-    env = await arun(skills_root, "form", {"a": "1", "b": "two words"})
+    env = await run_skill(skills_root, "form", {"a": "1", "b": "two words"})
     assert env["ok"] is True
     rec = ApiHandler.seen[-1]
     assert rec["method"] == "PUT" and parse_qs(rec["body"]) == {"a": ["1"], "b": ["two words"]}
@@ -1974,7 +1927,7 @@ async def test_http_body_none(make_skill, skills_root, api):
         body = "none"
     """,
     )
-    env = await arun(skills_root, "nob", {"a": "1"})
+    env = await run_skill(skills_root, "nob", {"a": "1"})
     assert env["ok"] is True and ApiHandler.seen[-1]["body"] == ""
 
 
@@ -1988,7 +1941,7 @@ async def test_http_non_2xx(make_skill, skills_root, api):
         url = "{api}/fail"
     """,
     )
-    env = await arun(skills_root, "bad", {})
+    env = await run_skill(skills_root, "bad", {})
     assert env["ok"] is False and env["success"] is False
     assert env["status"] == 503 and "detail-xyz" in env["body_excerpt"]
 
@@ -2003,7 +1956,7 @@ async def test_http_non_json_body_text(make_skill, skills_root, api):
         url = "{api}/text"
     """,
     )
-    env = await arun(skills_root, "txt", {})
+    env = await run_skill(skills_root, "txt", {})
     assert env["ok"] is True and env["output"] == "plain body here"
 
 
@@ -2024,7 +1977,7 @@ async def test_http_connection_refused(make_skill, skills_root):
         timeout = 5
     """,
     )
-    env = await arun(skills_root, "down", {})
+    env = await run_skill(skills_root, "down", {})
     assert env["ok"] is False and env["error"]
 
 
@@ -2053,7 +2006,7 @@ async def test_http_secret_scrubbed_from_body_excerpt(make_skill, skills_root):
         """,
             extra="metadata:\n  openclaw:\n    requires:\n      env: [E401_TOKEN]",
         )
-        env = await arun(skills_root, "e401", {}, skill_configs={"E401_TOKEN": "tok-very-secret"})
+        env = await run_skill(skills_root, "e401", {}, skill_configs={"E401_TOKEN": "tok-very-secret"})
     assert env["ok"] is False and env["status"] == 401
     assert "tok-very-secret" not in json.dumps(env)
 
@@ -2070,7 +2023,7 @@ async def test_http_schema_credential_not_sent_from_model(make_skill, skills_roo
     """,
         schema={"type": "object", "properties": {"q": {"type": "string"}, "api_key": {"type": "string"}}},
     )
-    env = await arun(skills_root, "hc", {"q": "z", "api_key": "from-model"})
+    env = await run_skill(skills_root, "hc", {"q": "z", "api_key": "from-model"})
     assert env["ok"] is True
     assert ApiHandler.seen[-1]["query"].get("api_key") != ["from-model"]
 
@@ -2085,7 +2038,7 @@ def ret_skill(make_skill, skills_root):
 
 
 async def ret(root: Path, value: Any) -> dict[str, Any]:
-    return await arun(root, "ret", {"ret": value})
+    return await run_skill(root, "ret", {"ret": value})
 
 
 @pytest.mark.parametrize(
@@ -2162,7 +2115,7 @@ async def test_envelope_json_serializable_odd_values(make_skill, skills_root):
     """
         },
     )
-    env = await arun(skills_root, "odd")
+    env = await run_skill(skills_root, "odd")
     assert type(env) is dict
     json.dumps(env, allow_nan=False)
     assert env["ok"] is True and env["dec"] == "1.50" and env["p"] == "/x"
@@ -2171,8 +2124,8 @@ async def test_envelope_json_serializable_odd_values(make_skill, skills_root):
 def test_run_returns_plain_dict_same_as_cli(make_skill, skills_root):
     """Issue: 'the same shape `call_skill` returns and `skillyard run` prints'."""
     make_skill("same", files={"handler.py": "async def execute(i, c):\n    return {'v': 1}\n"})
-    env = asyncio.run(arun(skills_root, "same"))
-    res = invoke(["run", "same", "--skills-dir", skills_root])
+    env = asyncio.run(run_skill(skills_root, "same"))
+    res = invoke("run", "same", "--skills-dir", skills_root)
     printed = json.loads(res.stdout)
     assert type(env) is dict and set(printed) == set(env) and printed["v"] == env["v"] == 1
 
@@ -2180,7 +2133,7 @@ def test_run_returns_plain_dict_same_as_cli(make_skill, skills_root):
 async def test_error_type_transient_for_oserror(make_skill, skills_root):
     """docs/authoring.md: '`error_type` `transient` for `OSError` (network, files) or `recoverable` otherwise.'"""
     make_skill("ose", files={"handler.py": "async def execute(i, c):\n    raise FileNotFoundError('nofile')\n"})
-    env = await arun(skills_root, "ose")
+    env = await run_skill(skills_root, "ose")
     assert env["error_type"] == "transient" and env["exception_type"] == "FileNotFoundError"
 
 
@@ -2190,7 +2143,7 @@ async def test_in_process_secret_scrubbed_from_exception(make_skill, skills_root
     make_skill(
         "sx2", files={"handler.py": "async def execute(i, c):\n    raise ValueError('bad key ' + c['api_token'])\n"}
     )
-    env = await arun(skills_root, "sx2", skill_configs={"api_token": "hunter2hunter2"})
+    env = await run_skill(skills_root, "sx2", skill_configs={"api_token": "hunter2hunter2"})
     assert env["ok"] is False and "hunter2hunter2" not in json.dumps(env)
 
 
@@ -2255,7 +2208,7 @@ PLATFORM = {
 async def test_fixed_fields_always_present_typed(dump_skill):
     """Issue: 'the fixed fields always present with typed empty values (`triggered_at` float, `triggered_at_str`
     `YYYY-MM-DD HH:MM` UTC, lists as lists)'."""
-    env = await arun(dump_skill, "dump")
+    env = await run_skill(dump_skill, "dump")
     for k, t in {**FIXED, **PLATFORM}.items():
         assert env["types"].get(k) == t, (k, env["types"].get(k))
     ctx = env["ctx"]
@@ -2268,14 +2221,14 @@ async def test_fixed_fields_always_present_typed(dump_skill):
 
 async def test_triggered_at_str_derived_from_given_triggered_at(dump_skill):
     """Spec §4.2: 'triggered_at_str ... YYYY-MM-DD HH:MM，UTC'."""
-    env = await arun(dump_skill, "dump", triggered_at=0.0 + 86400 * 365)
+    env = await run_skill(dump_skill, "dump", triggered_at=0.0 + 86400 * 365)
     assert env["ctx"]["triggered_at_str"] in ("1971-01-01 00:00",)
 
 
 async def test_coercion_of_given_values(dump_skill):
     """docs/authoring.md: 'Values the caller passes are coerced to these types: `"yes"` → `True`, `"a, b"` → `["a",
     "b"]`, `"12"` → `12.0`.'"""
-    env = await arun(
+    env = await run_skill(
         dump_skill, "dump", actor_is_admin="no", actor_tags="a, b", triggered_at="12", is_admin="yes", actor_name=None
     )
     ctx = env["ctx"]
@@ -2300,7 +2253,7 @@ async def test_admin_fill_clears_identity(dump_skill):
         "actor_phone": "123",
         "actor_email": "a@x",
     }
-    ctx = (await arun(dump_skill, "dump", **given))["ctx"]
+    ctx = (await run_skill(dump_skill, "dump", **given))["ctx"]
     for k in (
         "actor_title",
         "actor_department",
@@ -2318,7 +2271,7 @@ async def test_admin_fill_clears_identity(dump_skill):
 async def test_department_path_normalized_in_context(dump_skill):
     """Issue: '`actor_department_path` normalized to `/top/…/own/` (leading and trailing slash, at most 20 levels,
     §4.5)'."""
-    ctx = (await arun(dump_skill, "dump", actor_department_path="总部/销售中心//销售一部"))["ctx"]
+    ctx = (await run_skill(dump_skill, "dump", actor_department_path="总部/销售中心//销售一部"))["ctx"]
     assert ctx["actor_department_path"] == "/总部/销售中心/销售一部/"
 
 
@@ -2343,7 +2296,7 @@ def test_identity_org_id_helper():
 
 async def test_configs_in_four_places_and_normalized(dump_skill):
     """Issue: 'configs injected in the four places of §5.1 with CLI-style `--api-token` normalized to `api_token`'."""
-    ctx = (await arun(dump_skill, "dump", skill_configs={"--api-token": "T1", "region": "eu"}))["ctx"]
+    ctx = (await run_skill(dump_skill, "dump", skill_configs={"--api-token": "T1", "region": "eu"}))["ctx"]
     assert ctx["skill_configs"]["dump"]["api_token"] == "T1"
     assert ctx["skill_configs"]["api_token"] == "T1"
     assert ctx["skill_args"]["api_token"] == "T1"
@@ -2353,7 +2306,7 @@ async def test_configs_in_four_places_and_normalized(dump_skill):
 async def test_config_never_replaces_fixed_field(dump_skill):
     """docs/authoring.md: '`ctx["api_token"]` ... top-level copy; never replaces a fixed or platform field'."""
     ctx = (
-        await arun(
+        await run_skill(
             dump_skill, "dump", channel="web", skill_configs={"channel": "evil", "org_id": "evil"}, org_id="acme"
         )
     )["ctx"]
@@ -2363,7 +2316,7 @@ async def test_config_never_replaces_fixed_field(dump_skill):
 async def test_call_skill_and_db_keys_in_process(dump_skill):
     """docs/authoring.md platform fields: '`call_skill` async callable in-process Python skills only'; '`db`,
     `db_factory` ... otherwise `None`'."""
-    env = await arun(dump_skill, "dump")
+    env = await run_skill(dump_skill, "dump")
     assert env["types"]["call_skill"] in ("function", "method", "partial", "coroutine") or env["ctx"][
         "call_skill"
     ].startswith("<")
@@ -2372,7 +2325,7 @@ async def test_call_skill_and_db_keys_in_process(dump_skill):
 
 async def test_extra_caller_keys_kept(dump_skill):
     """docs/authoring.md: 'Extra keys the caller passes (e.g. `org_name`) are kept.'"""
-    ctx = (await arun(dump_skill, "dump", org_name="Acme Ltd"))["ctx"]
+    ctx = (await run_skill(dump_skill, "dump", org_name="Acme Ltd"))["ctx"]
     assert ctx["org_name"] == "Acme Ltd"
 
 
@@ -2380,7 +2333,7 @@ async def test_unsafe_session_id_refused(dump_skill):
     """docs/authoring.md: 'A `session_id` must be 1-128 letters, digits, `_`, `-` or `.`, starting with a letter or
     digit.'"""
     try:
-        env = await arun(dump_skill, "dump", session_id="../../etc")
+        env = await run_skill(dump_skill, "dump", session_id="../../etc")
     except Exception:
         return
     assert env["ok"] is False
@@ -2388,7 +2341,7 @@ async def test_unsafe_session_id_refused(dump_skill):
 
 def test_cli_unsafe_session_exit_2(dump_skill):
     """docs/cli.md: exit 2 for '... unsafe `session_id`'."""
-    res = invoke(["run", "dump", "--skills-dir", dump_skill, "--context", '{"session_id": "../x"}'])
+    res = invoke("run", "dump", "--skills-dir", dump_skill, "--context", '{"session_id": "../x"}')
     assert res.exit_code == 2 and "Traceback" not in res.output
 
 
@@ -2554,7 +2507,7 @@ def chain_root(make_skill, skills_root):
 async def test_call_skill_context_whitelist(chain_root):
     """Issue §9.1: 'The callee's context passes exactly the whitelist ... never the caller's
     `skill_configs`/`skill_args`/flat keys or invented keys such as `emp_no`.'"""
-    env = await arun(
+    env = await run_skill(
         chain_root,
         "caller",
         {"target": "callee", "input": {"a": 1}},
@@ -2589,14 +2542,14 @@ async def test_call_skill_context_whitelist(chain_root):
 async def test_call_skill_unknown_never_raises(chain_root):
     """Issue: 'the result is the callee's normalized output dict, or `{"ok": False, "error": …, "skill": name}` — it
     never raises.'"""
-    env = await arun(chain_root, "caller", {"target": "nope_missing"})
+    env = await run_skill(chain_root, "caller", {"target": "nope_missing"})
     inner = env["inner"]
     assert inner["ok"] is False and inner["error"] and inner["skill"] == "nope_missing"
 
 
 async def test_call_skill_self_refused(chain_root):
     """Issue: 'a skill calling itself directly is refused'."""
-    env = await arun(chain_root, "caller", {"target": "caller", "input": {"target": "callee"}})
+    env = await run_skill(chain_root, "caller", {"target": "caller", "input": {"target": "callee"}})
     assert env["ok"] is True and env["inner"]["ok"] is False and env["inner"]["error"]
 
 
@@ -2613,7 +2566,7 @@ async def test_call_skill_depth_limit(make_skill, skills_root):
         """
             },
         )
-    env = await arun(skills_root, "c1")
+    env = await run_skill(skills_root, "c1")
     chain, depth = env, 0
     while isinstance(chain, dict) and "next" in chain:
         chain = chain["next"]
@@ -2630,7 +2583,7 @@ async def test_call_skill_input_priority(chain_root):
         "passthrough": True,
         "d": "kwarg-d",
     }
-    env = await arun(chain_root, "caller", {"target": "callee", "input": {"a": "explicit"}, "kw": kw})
+    env = await run_skill(chain_root, "caller", {"target": "callee", "input": {"a": "explicit"}, "kw": kw})
     got = env["inner"]["input"]
     assert got["a"] == "explicit" and got["b"] == "tpl-src-c" and got["c"] == "src-c" and got["d"] == "kwarg-d"
     assert got["num"] == 5
@@ -2639,28 +2592,28 @@ async def test_call_skill_input_priority(chain_root):
 async def test_call_skill_exception_in_callee(make_skill, chain_root):
     """Issue: 'it never raises'."""
     make_skill("raiser", files={"handler.py": "async def execute(i, c):\n    raise OSError('io')\n"})
-    env = await arun(chain_root, "caller", {"target": "raiser"})
+    env = await run_skill(chain_root, "caller", {"target": "raiser"})
     assert env["ok"] is True and env["inner"]["ok"] is False and env["inner"]["exception_type"] == "OSError"
 
 
 async def test_call_skill_validation_failure_envelope(make_skill, chain_root):
     """Issue: 'it never raises'; call_skill returns failure envelopes (invalid input)."""
     make_skill("needy", files={"handler.py": OK_HANDLER, "schema.json": json.dumps(SCHEMA_WHO)})
-    env = await arun(chain_root, "caller", {"target": "needy", "input": {}})
+    env = await run_skill(chain_root, "caller", {"target": "needy", "input": {}})
     assert env["inner"]["ok"] is False and env["inner"]["need_param"] == "who"
 
 
 async def test_call_skill_subprocess_callee(make_skill, chain_root):
     """docs/authoring.md §9.3 pattern: an in-process skill calls a subprocess skill through call_skill."""
     shell_skill(make_skill, "shcallee", 'echo \'{"ok": true, "v": 42}\'\n')
-    env = await arun(chain_root, "caller", {"target": "shcallee"})
+    env = await run_skill(chain_root, "caller", {"target": "shcallee"})
     assert env["inner"]["ok"] is True and env["inner"]["v"] == 42
 
 
 async def test_subprocess_has_no_call_skill(probe_cli, skills_root, monkeypatch):
     """Issue: 'Subprocess and HTTP skills have no `call_skill`'."""
     monkeypatch.setenv("PROBE_DECLARED", "x")
-    env = await arun(skills_root, "probe")
+    env = await run_skill(skills_root, "probe")
     assert "call_skill" not in json.loads(env["env"]["SKILL_CONTEXT"])
 
 
@@ -2684,7 +2637,7 @@ async def test_async_entry_gets_live_asyncsession(make_skill, skills_root, db_en
     """
         },
     )
-    env = await arun(skills_root, "dbs")
+    env = await run_skill(skills_root, "dbs")
     assert env["ok"] is True, env
     assert (env["v"], env["v2"], env["cls"]) == (42, 7, "AsyncSession")
 
@@ -2692,7 +2645,7 @@ async def test_async_entry_gets_live_asyncsession(make_skill, skills_root, db_en
 async def test_sync_entry_db_none_even_when_db_used(make_skill, skills_root, db_env):
     """Spec §1: '同步入口被平台显式置为 None'."""
     make_skill("dbsync", files={"handler.py": "def execute(i, ctx):\n    return {'db_is_none': ctx['db'] is None}\n"})
-    env = await arun(skills_root, "dbsync")
+    env = await run_skill(skills_root, "dbsync")
     assert env["db_is_none"] is True
 
 
@@ -2753,43 +2706,28 @@ async def test_no_database_started_for_plain_run(make_skill, skills_root, home):
     """Issue: 'With no `SKILLYARD_DATABASE_URL`, start the embedded PostgreSQL ... lazily, only when a skill needs
     it.'"""
     make_skill("nodb", files={"handler.py": OK_HANDLER})
-    env = await arun(skills_root, "nodb")
+    env = await run_skill(skills_root, "nodb")
     assert env["ok"] is True and not (home / "pg").exists()
 
 
 def test_config_cli_set_list_masks_secrets(db_env, monkeypatch):
     """docs/cli.md: 'keys containing `key`, `token` ... are encrypted and reported as `set SKILL.KEY (secret,
     encrypted)`' and '`list` prints `KEY = VALUE` ... credential values shown as `********`'."""
-    res = invoke(["config", "set", "wx", "--role", "cfgrole", "--", "--api-token=abc123", "units=metric"])
+    res = invoke("config", "set", "wx", "--role", "cfgrole", "--", "--api-token=abc123", "units=metric")
     assert res.exit_code == 0, res.output
     assert "api_token" in res.output and "encrypted" in res.output
-    lst = invoke(["config", "list", "wx", "--role", "cfgrole"])
+    lst = invoke("config", "list", "wx", "--role", "cfgrole")
     assert "abc123" not in lst.output and "units = metric" in lst.output and "********" in lst.output
-    invoke(["config", "unset", "wx", "--role", "cfgrole"])
+    invoke("config", "unset", "wx", "--role", "cfgrole")
 
 
 def test_config_set_bad_pair_exit_2(db_env):
     """docs/cli.md: '`set` stores each pair (a pair without `=` or with an empty key exits 2)'."""
-    res = invoke(["config", "set", "wx", "novalue"])
+    res = invoke("config", "set", "wx", "novalue")
     assert res.exit_code == 2 and "Traceback" not in res.output
 
 
 # =========================================================================================== 15. plugins
-
-
-@pytest.fixture
-def plugin_reg():
-    from skillyard.plugins import pm
-
-    registered: list[Any] = []
-
-    def reg(obj: Any, name: str) -> None:
-        pm.register(obj, name=name)
-        registered.append(obj)
-
-    yield reg
-    for obj in registered:
-        pm.unregister(obj)
 
 
 async def test_plugin_exec_type(make_skill, skills_root, plugin_reg):
@@ -2808,7 +2746,7 @@ async def test_plugin_exec_type(make_skill, skills_root, plugin_reg):
 
     plugin_reg(P(), "probe-echo")
     make_skill("ech", frontmatter="name: ech\ndescription: d\nexec:\n  primary:\n    type: echo_probe")
-    env = await arun(skills_root, "ech", {"a": 1})
+    env = await run_skill(skills_root, "ech", {"a": 1})
     assert env["ok"] is True and env["echoed"] == {"a": 1} and env["skill_name"] == "ech"
 
 
@@ -2832,9 +2770,9 @@ async def test_plugin_exec_type_timeout_and_exception(make_skill, skills_root, p
     make_skill(
         "slowp", frontmatter="name: slowp\ndescription: d\nexec:\n  primary:\n    type: slow_probe\n  timeout: 1"
     )
-    env = await arun(skills_root, "slowp", {})
+    env = await run_skill(skills_root, "slowp", {})
     assert env["timed_out"] is True and env["ok"] is False
-    env2 = await arun(skills_root, "slowp", {"raise": True})
+    env2 = await run_skill(skills_root, "slowp", {"raise": True})
     assert env2["exception_type"] == "ConnectionRefusedError"
 
 
@@ -2867,7 +2805,7 @@ async def test_async_extra_context_hook(dump_skill, plugin_reg):
             return {"tenant": "acme-" + skill.name, "channel": "hijacked", "_private": 1}
 
     plugin_reg(P(), "probe-ctx")
-    ctx = (await arun(dump_skill, "dump", channel="web"))["ctx"]
+    ctx = (await run_skill(dump_skill, "dump", channel="web"))["ctx"]
     assert ctx["tenant"] == "acme-dump" and ctx["channel"] == "web"
 
 
@@ -2882,7 +2820,7 @@ async def test_extra_context_callable_and_not_in_subprocess_private(probe_cli, s
 
     plugin_reg(P(), "probe-ctx2")
     monkeypatch.setenv("PROBE_DECLARED", "x")
-    env = await arun(skills_root, "probe")
+    env = await run_skill(skills_root, "probe")
     ctx = json.loads(env["env"]["SKILL_CONTEXT"])
     assert ctx["plug_value"] == "pv" and "_plug_private" not in ctx
 
@@ -2900,7 +2838,7 @@ async def test_result_processor_runs_on_top_level_not_call_skill(chain_root, plu
             register(987, "probe-stamp", stamp)
 
     plugin_reg(P(), "probe-proc")
-    env = await arun(chain_root, "caller", {"target": "callee"})
+    env = await run_skill(chain_root, "caller", {"target": "callee"})
     assert env["stamped"] is True and "stamped" not in env["inner"]
 
 
@@ -2953,6 +2891,7 @@ def test_load_plugins_allow_list(tmp_path, home, allow, expected):
     env["SKILLYARD_HOME"] = str(home)
     if allow is not None:
         env["SKILLYARD_LOAD_PLUGINS"] = allow
+    # A fresh process: entry-point plugins are loaded once per process, and the fake distribution is on its path.
     out = subprocess.run(
         [sys.executable, "-m", "skillyard", "plugins", "--json"], capture_output=True, text=True, env=env, timeout=120
     )
@@ -2967,12 +2906,12 @@ def test_load_plugins_allow_list(tmp_path, home, allow, expected):
 def test_plugins_all_lists_builtins(runner_env=None):
     """Issue: '`skillyard plugins [--all] [--json]`: loaded plugins and the hooks each implements (`--all` includes
     built-ins).'"""
-    res = invoke(["plugins", "--all", "--json"])
+    res = invoke("plugins", "--all", "--json")
     assert res.exit_code == 0
     items = json.loads(res.stdout)
     builtin = [p for p in items if p["builtin"]]
     assert builtin and any("register_exec_types" in p["hooks"] for p in builtin)
-    plain = json.loads(invoke(["plugins", "--json"]).stdout)
+    plain = json.loads(invoke("plugins", "--json").stdout)
     assert not [p for p in plain if p["builtin"]]
 
 
@@ -3001,7 +2940,7 @@ def cli_root(make_skill, skills_root):
 
 def test_cli_run_success_one_json_line(cli_root):
     """Issue: 'prints the final envelope as one JSON object on stdout (logs on stderr); exit 0 on success'."""
-    res = invoke(["run", "hello", "--skills-dir", cli_root, "--input", '{"who": "Ada"}'])
+    res = invoke("run", "hello", "--skills-dir", cli_root, "--input", '{"who": "Ada"}')
     assert res.exit_code == 0
     lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
     assert len(lines) == 1 and json.loads(lines[0])["greeting"] == "hello Ada"
@@ -3009,24 +2948,25 @@ def test_cli_run_success_one_json_line(cli_root):
 
 def test_cli_run_alias(cli_root):
     """Issue: 'NAME may be a skill name, an alias ...'."""
-    res = invoke(["run", "hi", "--skills-dir", cli_root, "--input", '{"who": "B"}'])
+    res = invoke("run", "hi", "--skills-dir", cli_root, "--input", '{"who": "B"}')
     assert res.exit_code == 0 and json.loads(res.stdout)["greeting"] == "hello B"
 
 
 def test_cli_run_failure_exit_1(cli_root):
     """Issue: 'exit ... 1 when the skill failed'."""
-    res = invoke(["run", "failer", "--skills-dir", cli_root])
+    res = invoke("run", "failer", "--skills-dir", cli_root)
     assert res.exit_code == 1 and json.loads(res.stdout)["error"] == "it failed"
 
 
 def test_cli_run_validation_failure_exit_1(cli_root):
     """Issue: exit 1 when the skill failed (a validation refusal is a failure envelope)."""
-    res = invoke(["run", "hello", "--skills-dir", cli_root, "--input", '{"who": "  "}'])
+    res = invoke("run", "hello", "--skills-dir", cli_root, "--input", '{"who": "  "}')
     assert res.exit_code == 1 and json.loads(res.stdout)["need_param"] == "who"
 
 
 def test_cli_run_exception_no_traceback(cli_root):
     """Issue: '(traceback to the log only)'; brief: error messages never a traceback."""
+    # A real process: the exit code and the terminal's two streams as a shell sees them.
     res = subprocess.run(
         ["skillyard", "run", "raiser", "--skills-dir", str(cli_root)], capture_output=True, text=True, timeout=120
     )
@@ -3050,35 +2990,32 @@ def test_cli_run_exception_no_traceback(cli_root):
 )
 def test_cli_usage_errors_exit_2_with_fix(cli_root, args, needle):
     """Issue: 'exit ... 2 on usage errors (unknown skill, bad JSON), with a message that says what to fix.'"""
-    full = ["skillyard", *args, "--skills-dir", str(cli_root)]
-    res = subprocess.run(full, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 2, (res.stdout, res.stderr)
+    res = invoke(*args, "--skills-dir", str(cli_root))
+    assert res.exit_code == 2, (res.stdout, res.stderr)
     text = res.stdout + res.stderr
     assert "Traceback" not in text and needle in text
 
 
 def test_cli_missing_skills_dir_exit_2(tmp_path):
     """docs/cli.md: 'A `--skills-dir` that does not exist is a usage error.'"""
-    res = subprocess.run(
-        ["skillyard", "list", "--skills-dir", str(tmp_path / "nope")], capture_output=True, text=True, timeout=120
-    )
-    assert res.returncode == 2 and "Traceback" not in res.stderr and "nope" in res.stderr
+    res = invoke("list", "--skills-dir", str(tmp_path / "nope"))
+    assert res.exit_code == 2 and "Traceback" not in res.stderr and "nope" in res.stderr
 
 
 def test_cli_input_and_context_from_file(cli_root, tmp_path, dump_skill):
     """Issue: '`skillyard run NAME [--input JSON|@file] [--context JSON|@file]`'."""
     (tmp_path / "in.json").write_text('{"who": "File"}')
     (tmp_path / "ctx.json").write_text('{"actor_name": "Ctx", "channel": "web"}')
-    res = invoke(["run", "hello", "--skills-dir", cli_root, "--input", f"@{tmp_path / 'in.json'}"])
+    res = invoke("run", "hello", "--skills-dir", cli_root, "--input", f"@{tmp_path / 'in.json'}")
     assert res.exit_code == 0 and json.loads(res.stdout)["greeting"] == "hello File"
-    res2 = invoke(["run", "dump", "--skills-dir", dump_skill, "--context", f"@{tmp_path / 'ctx.json'}"])
+    res2 = invoke("run", "dump", "--skills-dir", dump_skill, "--context", f"@{tmp_path / 'ctx.json'}")
     assert res2.exit_code == 0 and json.loads(res2.stdout)["ctx"]["actor_name"] == "Ctx"
 
 
 def test_cli_input_utf8_bom_file(cli_root, tmp_path):
     """Issue: '--input JSON|@file' (a file saved with a BOM by a Windows editor is still a JSON object)."""
     (tmp_path / "bom.json").write_bytes('\ufeff{"who": "Bom"}'.encode())
-    res = invoke(["run", "hello", "--skills-dir", cli_root, "--input", f"@{tmp_path / 'bom.json'}"])
+    res = invoke("run", "hello", "--skills-dir", cli_root, "--input", f"@{tmp_path / 'bom.json'}")
     assert res.exit_code in (0, 2) and "Traceback" not in res.output
 
 
@@ -3086,7 +3023,7 @@ def test_cli_workspace_option(probe_cli, skills_root, tmp_path, monkeypatch):
     """Issue: '`skillyard run NAME ... [--workspace DIR]`'; docs: 'the run's `workspace_dir` (created if missing)'."""
     monkeypatch.setenv("PROBE_DECLARED", "x")
     ws = tmp_path / "cli_ws" / "deeper"
-    res = invoke(["run", "probe", "--skills-dir", skills_root, "--workspace", ws])
+    res = invoke("run", "probe", "--skills-dir", skills_root, "--workspace", ws)
     assert res.exit_code == 0, res.output
     assert os.path.realpath(json.loads(res.stdout)["cwd"]) == os.path.realpath(ws)
 
@@ -3098,8 +3035,8 @@ def test_cli_list_table_and_gated_state(make_skill, skills_root, monkeypatch):
     make_skill(
         "gat", frontmatter="name: gat\ndescription: d\nmetadata:\n  openclaw:\n    requires:\n      env: [TBL_KEY]"
     )
-    raw_skill(skills_root, "errd", "---\nname: errd\ndescription: x\n")
-    res = invoke(["list", "--no-builtin", "--skills-dir", skills_root])
+    write_raw(skills_root, "errd", "---\nname: errd\ndescription: x\n")
+    res = invoke("list", "--no-builtin", "--skills-dir", skills_root)
     rows = {ln.split()[0]: ln for ln in res.stdout.splitlines()[1:] if ln.strip()}
     assert " ok " in rows["okk"] and "gated" in rows["gat"]
     assert any("error" in ln for ln in res.stdout.splitlines()[1:])
@@ -3107,13 +3044,13 @@ def test_cli_list_table_and_gated_state(make_skill, skills_root, monkeypatch):
 
 def test_cli_show_text(cli_root):
     """Issue: '`skillyard show NAME [--json]`: the manifest, `input_schema` ..., `tool_names` ..., warnings.'"""
-    res = invoke(["show", "hello", "--skills-dir", cli_root])
+    res = invoke("show", "hello", "--skills-dir", cli_root)
     assert res.exit_code == 0 and "hello" in res.stdout and "who" in res.stdout
 
 
 def test_cli_show_json_manifest_and_schema(cli_root):
     """Issue: 'show --json: the manifest, `input_schema` ..., `tool_names` ..., warnings'."""
-    info = show(cli_root, "hello")
+    info = show_json(cli_root, "hello")
     assert info["manifest"]["name"] == "hello" and info["input_schema"]["required"] == ["who"]
     assert info["tool_names"] == ["hello"] and isinstance(info["warnings"], list)
 
@@ -3121,23 +3058,23 @@ def test_cli_show_json_manifest_and_schema(cli_root):
 def test_cli_validate_ok_and_errors(make_skill, skills_root, tmp_path):
     """Issue: '`skillyard validate PATH...`: lints skill folders ... exit 1 on errors.'"""
     good = make_skill("good", files={"handler.py": OK_HANDLER})
-    assert invoke(["validate", good]).exit_code == 0
+    assert invoke("validate", good).exit_code == 0
     bad = make_skill("baddefault", files={"handler.py": "async def execute(i, ctx=None):\n    return {}\n"})
-    res = invoke(["validate", bad, "--json"])
+    res = invoke("validate", bad, "--json")
     assert res.exit_code == 1 and json.loads(res.stdout)[0]["errors"]
 
 
 def test_validate_sync_entry_using_db(make_skill):
     """Issue validate: '(... sync entry that uses db ...)'."""
     folder = make_skill("syncdb", files={"handler.py": "def execute(i, ctx):\n    return {'x': ctx['db']}\n"})
-    res = invoke(["validate", folder, "--json"])
+    res = invoke("validate", folder, "--json")
     assert res.exit_code == 1 and json.loads(res.stdout)[0]["errors"]
 
 
 def test_validate_missing_description(skills_root):
     """Issue validate: '(... missing description ...)'; docs: 'validate reports an error'."""
-    folder = raw_skill(skills_root, "nodsc", "---\nname: nodsc\n---\nSome body.\n")
-    res = invoke(["validate", folder, "--json"])
+    folder = write_raw(skills_root, "nodsc", "---\nname: nodsc\n---\nSome body.\n")
+    res = invoke("validate", folder, "--json")
     assert res.exit_code == 1
 
 
@@ -3147,7 +3084,7 @@ def test_validate_constants_with_secret_substrings(make_skill):
         "consts",
         files={"handler.py": "PARAM_KEYS = ['a']\nAUTH_HEADERS = {}\nasync def execute(i, c):\n    return {}\n"},
     )
-    report = json.loads(invoke(["validate", folder, "--json"]).stdout)[0]
+    report = json.loads(invoke("validate", folder, "--json").stdout)[0]
     text = json.dumps(report["warnings"])
     assert "PARAM_KEYS" in text and "AUTH_HEADERS" in text
 
@@ -3161,7 +3098,7 @@ def test_validate_requires_declared(make_skill):
             "handler.py": "import os\nasync def execute(i, c):\n    return {'k': os.getenv('WEATHER_TOKEN'), 'e': os.environ['OTHER_VAR']}\n"  # noqa: E501 (a skill file's text)
         },
     )
-    report = json.loads(invoke(["validate", folder, "--json"]).stdout)[0]
+    report = json.loads(invoke("validate", folder, "--json").stdout)[0]
     text = json.dumps(report["warnings"])
     assert "WEATHER_TOKEN" in text and "OTHER_VAR" in text
 
@@ -3169,7 +3106,7 @@ def test_validate_requires_declared(make_skill):
 def test_validate_long_skill_md(make_skill):
     """Issue validate: '(... SKILL.md over 8000 characters for skill_md ...)'."""
     folder = make_skill("longv", body="z" * 8500)
-    report = json.loads(invoke(["validate", folder, "--json"]).stdout)[0]
+    report = json.loads(invoke("validate", folder, "--json").stdout)[0]
     assert report["warnings"]
 
 
@@ -3190,7 +3127,7 @@ def test_validate_cli_logging_to_stdout(make_skill):
     """
         },
     )
-    res = invoke(["validate", folder, "--json"])
+    res = invoke("validate", folder, "--json")
     assert res.exit_code == 1
 
 
@@ -3211,7 +3148,7 @@ def test_validate_cli_print_is_fine(make_skill):
     """
         },
     )
-    res = invoke(["validate", folder, "--json"])
+    res = invoke("validate", folder, "--json")
     assert res.exit_code == 0, res.output
 
 
@@ -3219,20 +3156,20 @@ def test_validate_no_skill_found_exit_1(tmp_path):
     """docs/cli.md: 'Exit 1 when any skill has an error or when no skill folder is found'."""
     empty = tmp_path / "empty"
     empty.mkdir()
-    res = invoke(["validate", empty])
+    res = invoke("validate", empty)
     assert res.exit_code == 1 and "Traceback" not in res.output
 
 
 def test_version_flag():
     """docs/cli.md: '`--version` print `skillyard, version X` and exit'."""
-    res = subprocess.run(["skillyard", "--version"], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0 and res.stdout.startswith("skillyard, version ")
+    res = invoke("--version")
+    assert res.exit_code == 0 and res.stdout.startswith("skillyard, version ")
 
 
 def test_examples_quickstart_hello():
     """README: 'skillyard run hello --skills-dir examples --input '{"who": "Ada"}''."""
     root = Path(__file__).resolve().parent.parent / "examples"
-    res = invoke(["run", "hello", "--skills-dir", root, "--input", '{"who": "Ada"}'])
+    res = invoke("run", "hello", "--skills-dir", root, "--input", '{"who": "Ada"}')
     assert res.exit_code == 0 and "Ada" in json.loads(res.stdout)["greeting"]
 
 
@@ -3242,24 +3179,18 @@ def test_examples_quickstart_hello():
 def test_cli_bad_context_value_is_usage_error(cli_root):
     """Issue: 'exit ... 2 on usage errors (unknown skill, bad JSON), with a message that says what to fix'; spec §4.2
     triggered_at is a float, '不是 ISO 串'."""
-    res = subprocess.run(
-        [
-            "skillyard",
-            "run",
-            "hello",
-            "--skills-dir",
-            str(cli_root),
-            "--input",
-            '{"who": "a"}',
-            "--context",
-            '{"triggered_at": "2024-01-02T03:04:05Z"}',
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    res = invoke(
+        "run",
+        "hello",
+        "--skills-dir",
+        str(cli_root),
+        "--input",
+        '{"who": "a"}',
+        "--context",
+        '{"triggered_at": "2024-01-02T03:04:05Z"}',
     )
     assert "Traceback" not in res.stderr
-    assert res.returncode == 2 and "triggered_at" in res.stderr
+    assert res.exit_code == 2 and "triggered_at" in res.stderr
 
 
 def test_cli_uncreatable_workspace_is_usage_error(cli_root, tmp_path):
@@ -3267,23 +3198,10 @@ def test_cli_uncreatable_workspace_is_usage_error(cli_root, tmp_path):
     run's `workspace_dir` (created if missing)'."""
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    res = subprocess.run(
-        [
-            "skillyard",
-            "run",
-            "hello",
-            "--skills-dir",
-            str(cli_root),
-            "--input",
-            '{"who": "a"}',
-            "--workspace",
-            str(blocker / "sub"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    res = invoke(
+        "run", "hello", "--skills-dir", str(cli_root), "--input", '{"who": "a"}', "--workspace", str(blocker / "sub")
     )
-    assert "Traceback" not in res.stderr and res.returncode == 2
+    assert "Traceback" not in res.stderr and res.exit_code == 2
 
 
 def test_cli_uncreatable_context_workspace_dir_no_traceback(cli_root, tmp_path):
@@ -3291,13 +3209,8 @@ def test_cli_uncreatable_context_workspace_dir_no_traceback(cli_root, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     ctx = json.dumps({"workspace_dir": str(blocker / "sub")})
-    res = subprocess.run(
-        ["skillyard", "run", "hello", "--skills-dir", str(cli_root), "--input", '{"who": "a"}', "--context", ctx],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "Traceback" not in res.stderr and res.returncode == 2
+    res = invoke("run", "hello", "--skills-dir", str(cli_root), "--input", '{"who": "a"}', "--context", ctx)
+    assert "Traceback" not in res.stderr and res.exit_code == 2
 
 
 def test_validate_reports_unreadable_http_toml(make_skill):
@@ -3308,7 +3221,7 @@ def test_validate_reports_unreadable_http_toml(make_skill):
         frontmatter="name: badtoml\ndescription: d\nexec:\n  config: api.toml",
         files={"api.toml": "this is [not toml\n"},
     )
-    res = invoke(["validate", folder])
+    res = invoke("validate", folder)
     assert res.exit_code == 1
 
 
@@ -3323,7 +3236,7 @@ async def test_http_missing_placeholder_need_param(make_skill, skills_root, api)
         url = "{api}/x/{{sym}}"
     """,
     )
-    env = await arun(skills_root, "ph", {})
+    env = await run_skill(skills_root, "ph", {})
     assert env["ok"] is False and env["need_param"] == "sym" and env["error_type"] == "recoverable"
 
 
@@ -3340,7 +3253,7 @@ async def test_http_response_path_list_index_and_non_object(make_skill, skills_r
         path = "data.echo.query"
     """,
     )
-    env = await arun(skills_root, "idx", {})
+    env = await run_skill(skills_root, "idx", {})
     assert env["ok"] is True and env == {**env, "ok": True}
 
 
@@ -3355,7 +3268,7 @@ async def test_http_query_list_repeated(make_skill, skills_root, api):
         query = ["tags"]
     """,
     )
-    env = await arun(skills_root, "ql", {"tags": ["a", "b"]})
+    env = await run_skill(skills_root, "ql", {"tags": ["a", "b"]})
     assert env["ok"] is True and ApiHandler.seen[-1]["query"] == {"tags": ["a", "b"]}
 
 
@@ -3371,7 +3284,7 @@ async def test_http_underscore_fields_never_sent(make_skill, skills_root, api):
     """,
         extra="cli_commands:\n  go: {}",
     )
-    env = await arun(skills_root, "us__go", {"a": 1})
+    env = await run_skill(skills_root, "us__go", {"a": 1})
     assert env["ok"] is True and json.loads(ApiHandler.seen[-1]["body"]) == {"a": 1}
 
 
@@ -3390,6 +3303,7 @@ def test_plugin_cli_command_from_entry_point(tmp_path, home):
     env = {k: v for k, v in os.environ.items() if k != "SKILLYARD_LOAD_PLUGINS"}
     env["PYTHONPATH"] = str(site)
     env["SKILLYARD_HOME"] = str(home)
+    # Fresh processes: entry-point plugins are loaded once per process, and the fake distribution is on their path.
     out = subprocess.run(["skillyard", "probe-hello"], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0 and "hello from probe" in out.stdout
     env["SKILLYARD_LOAD_PLUGINS"] = ""
@@ -3405,21 +3319,21 @@ async def test_subprocess_large_stdout_and_stderr(make_skill, skills_root):
         "chatty",
         "python3 -c \"import sys; sys.stderr.write('e' * 1000000)\"\npython3 -c \"import json; print(json.dumps({'ok': True, 'n': len('x' * 100000)}))\"\n",  # noqa: E501 (a skill file's text)
     )
-    env = await arun(skills_root, "chatty")
+    env = await run_skill(skills_root, "chatty")
     assert env["ok"] is True and env.get("n") == 100000
 
 
 async def test_subprocess_killed_by_signal_is_failure(make_skill, skills_root):
     """Issue: 'non-zero exit is a technical failure whose envelope carries `exit_code` and `stderr_tail`'."""
     shell_skill(make_skill, "sig", "kill -9 $$\n")
-    env = await arun(skills_root, "sig")
+    env = await run_skill(skills_root, "sig")
     assert env["ok"] is False and env["exit_code"] != 0 and "stderr_tail" in env
 
 
 async def test_subprocess_null_and_false_omitted(probe_cli, skills_root, monkeypatch):
     """docs/authoring.md argv: '`true` as a bare `--key`, `false` and `null` omitted'."""
     monkeypatch.setenv("PROBE_DECLARED", "x")
-    env = await arun(skills_root, "probe", {"a": None, "b": False, "c": True})
+    env = await run_skill(skills_root, "probe", {"a": None, "b": False, "c": True})
     assert env["argv"] == ["--c"]
 
 
@@ -3449,5 +3363,5 @@ async def test_http_exec_timeout_is_wall_clock(make_skill, skills_root):
         """,
             extra="  timeout: 1",
         )
-        env = await arun(skills_root, "slowhttp", {})
+        env = await run_skill(skills_root, "slowhttp", {})
     assert env["ok"] is False and env["timed_out"] is True

@@ -8,18 +8,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from skillyard import SkillYard, Turn, hookimpl
 from skillyard.errors import DuplicateRegistration, SkillyardError, UnknownSkill
+from support.cli import invoke
+from support.skills import ECHO, OK_HANDLER, yard_of
 
-ECHO = "async def execute(input, ctx):\n    return {'ok': True, 'got': input}\n"
-OK_HANDLER = "async def execute(input, ctx):\n    return {'ok': True}\n"
 RET = "async def execute(i, c):\n    return i.get('ret', {'ok': True})\n"
 FAIL = {"ok": False, "error": "nope", "error_type": "transient"}
 CTX_DUMP = """
@@ -79,21 +77,6 @@ async def run_or_error(coro: Any) -> Any:
 
 
 @pytest.fixture
-def plugin_reg() -> Iterator[Any]:
-    from skillyard.plugins import pm
-
-    registered: list[Any] = []
-
-    def reg(obj: Any, name: str) -> None:
-        pm.register(obj, name=name)
-        registered.append(obj)
-
-    yield reg
-    for obj in registered:
-        pm.unregister(obj)
-
-
-@pytest.fixture
 def echo_root(make_skill, skills_root: Path) -> Path:
     make_skill("echo", frontmatter="name: echo\ndescription: Echo\naliases: [parrot]", files={"handler.py": ECHO})
     make_skill("ret", files={"handler.py": RET})
@@ -113,10 +96,6 @@ def echo_root(make_skill, skills_root: Path) -> Path:
         files={"handler.py": ECHO},
     )
     return skills_root
-
-
-def yard_of(root: Path) -> SkillYard:
-    return SkillYard(skills_dirs=[root], include_builtin=False)
 
 
 # ============================================================================ 1. SkillYard API: run arguments
@@ -1517,9 +1496,7 @@ def test_doctor_plugin_raising_is_fail_check(plugin_reg, db_env, skills_root):
     plugin_reg(Bad(), "probe2-bad")
     plugin_reg(Shape(), "probe2-shape")
     plugin_reg(Good(), "probe2-good")
-    from skillyard.cli import cli
-
-    res = CliRunner().invoke(cli, ["doctor", "--json", "--skills-dir", str(skills_root)])
+    res = invoke("doctor", "--json", "--skills-dir", str(skills_root))
     data = json.loads(res.stdout)
     checks = {c["name"]: c for c in data["checks"]}
     assert checks["probe2-bad.doctor_checks"]["status"] == "fail"
@@ -1537,9 +1514,7 @@ def test_doctor_plugin_returning_none(plugin_reg, db_env, skills_root):
             return None
 
     plugin_reg(P(), "probe2-dnone")
-    from skillyard.cli import cli
-
-    res = CliRunner().invoke(cli, ["doctor", "--json", "--skills-dir", str(skills_root)])
+    res = invoke("doctor", "--json", "--skills-dir", str(skills_root))
     data = json.loads(res.stdout)
     assert not any(c["name"].startswith("probe2-dnone") for c in data["checks"])
 

@@ -10,38 +10,23 @@ from typing import Any
 
 import asyncpg
 import pytest
-from click.testing import CliRunner
 from skillyard.builtin_skills.datatable.admin import CREATEROLE_WARNING, sql_role_check
 from sqlalchemy.engine import make_url
 
-from support.datatable import asyncpg_dsn
 from skillyard import hookimpl
-from skillyard.cli import cli
-from skillyard.plugins import pm
+from support.cli import invoke
+from support.datatable import asyncpg_dsn
 
 UNREACHABLE = "postgresql://nobody@127.0.0.1:1/nothing"
 
 
 def doctor(*args: str) -> Any:
-    return CliRunner().invoke(cli, ["doctor", *args])
+    return invoke("doctor", *args)
 
 
 def by_name(result: Any) -> dict[str, dict[str, Any]]:
     report = json.loads(result.output)
     return {c["name"]: c for c in report["checks"]}
-
-
-@pytest.fixture
-def register() -> Iterator[Any]:
-    added: list[Any] = []
-
-    def add(plugin: Any, name: str) -> None:
-        pm.register(plugin, name=name)
-        added.append(plugin)
-
-    yield add
-    for plugin in added:
-        pm.unregister(plugin)
 
 
 def test_doctor_all_ok_text(db_env, home):
@@ -109,7 +94,7 @@ def test_doctor_unknown_skills_dir_is_a_usage_error(tmp_path):
     assert result.exit_code == 2 and "does not exist" in result.output
 
 
-def test_doctor_plugin_checks_that_raise_or_are_malformed_fail_by_name(db_env, register):
+def test_doctor_plugin_checks_that_raise_or_are_malformed_fail_by_name(db_env, plugin_reg):
     class Raises:
         @hookimpl
         def doctor_checks(self, yard):
@@ -140,7 +125,7 @@ def test_doctor_plugin_checks_that_raise_or_are_malformed_fail_by_name(db_env, r
         (NotAList(), "not-a-list"),
         (Fine(), "fine"),
     ):
-        register(plugin, name)
+        plugin_reg(plugin, name)
     result = doctor("--json")
     assert result.exit_code == 1, result.output
     report = json.loads(result.output)

@@ -16,12 +16,11 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from click.testing import CliRunner
 
+from skillyard import SkillYard, safe_write
+from support.cli import invoke
 from support.local_http import QuietHandler, serve
 from support.outputs_probes import ECHO, HTML, JSON_BODY, PNG, echo_skill, files_in, result_skill
-from skillyard import SkillYard, safe_write
-from skillyard.cli import cli
 
 # --- a local HTTP server (127.0.0.1 only) -----------------------------------------------------------------------
 
@@ -687,10 +686,7 @@ async def test_explicit_field_downloaded_registered_with_url(
     path = Path(item["local_path"])
     assert path.read_bytes() == PNG and path.parent == home / "workspaces" / "mat-2"
     assert item["media"] == "image" and item["ref"] == "img_1"
-    runner = CliRunner()
-    listed = json.loads(
-        (await asyncio.to_thread(runner.invoke, cli, ["artifacts", "--session", "mat-2", "--json"])).stdout
-    )
+    listed = json.loads((await asyncio.to_thread(invoke, "artifacts", "--session", "mat-2", "--json")).stdout)
     [row] = listed
     assert row["url"] == target and row["ref"] == "img_1" and row["type"] == "image"
     assert row["sha256"] == hashlib.sha256(PNG).hexdigest() and row["size"] == len(PNG) and row["skill"] == "urls"
@@ -981,30 +977,26 @@ def test_cli_attach_many_and_list_json(make_skill, skills_root, db_env, tmp_path
     a.write_bytes(b"png")
     c = tmp_path / "c.mp3"
     c.write_bytes(b"mp3")
-    runner = CliRunner()
-    result = runner.invoke(
-        cli,
-        [
-            "run",
-            "echo",
-            "--skills-dir",
-            str(skills_root),
-            "--session",
-            "cli-r",
-            "--attach",
-            str(a),
-            "--attach",
-            str(c),
-            "--input",
-            json.dumps({"images": ["img_1", "img_1"], "cmd": "ffmpeg -i audio_1 -i img_1 out.mp4"}),
-        ],
+    result = invoke(
+        "run",
+        "echo",
+        "--skills-dir",
+        str(skills_root),
+        "--session",
+        "cli-r",
+        "--attach",
+        str(a),
+        "--attach",
+        str(c),
+        "--input",
+        json.dumps({"images": ["img_1", "img_1"], "cmd": "ffmpeg -i audio_1 -i img_1 out.mp4"}),
     )
     assert result.exit_code == 0, result.output
     assert "img_1" in result.stderr and "audio_1" in result.stderr
     got = json.loads(result.stdout)["got"]
     assert got["images"] == [str(a.resolve())]
     assert got["cmd"] == f"ffmpeg -i {c.resolve()} -i '{a.resolve()}' out.mp4"
-    listed = json.loads(runner.invoke(cli, ["artifacts", "--session", "cli-r", "--json"]).stdout)
+    listed = json.loads(invoke("artifacts", "--session", "cli-r", "--json").stdout)
     assert [(i["ref"], i["type"], i["skill"] or "") for i in listed] == [
         ("img_1", "image", ""),
         ("audio_1", "audio", ""),
@@ -1015,8 +1007,7 @@ def test_cli_attach_many_and_list_json(make_skill, skills_root, db_env, tmp_path
 
 def test_cli_run_with_unsafe_session_is_a_usage_error(make_skill, skills_root):
     echo_skill(make_skill)
-    runner = CliRunner()
-    result = runner.invoke(cli, ["run", "echo", "--skills-dir", str(skills_root), "--session", "../../etc"])
+    result = invoke("run", "echo", "--skills-dir", str(skills_root), "--session", "../../etc")
     assert result.exit_code == 2 and "not a safe name" in result.output
 
 

@@ -24,9 +24,10 @@ from urllib.parse import parse_qs, quote, urlsplit
 import httpcore
 import pytest
 
-from support.local_http import QuietHandler, serve
-from support.outputs_probes import HTML, JSON_BODY, PNG, URLS, cli, echo_skill, files_in, listed, result_skill, sid
 from skillyard import SkillYard, safe_write
+from support.cli import invoke
+from support.local_http import QuietHandler, serve
+from support.outputs_probes import HTML, JSON_BODY, PNG, URLS, echo_skill, files_in, listed, result_skill, sid
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "platform" / "skillyard" / "storage" / "migrations" / "versions"
 
@@ -90,6 +91,7 @@ def seen(server):
 
 
 def cli_popen(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """A real ``skillyard`` process, for tests where several processes race on one database."""
     return subprocess.Popen(
         [sys.executable, "-m", "skillyard", *args],
         stdout=subprocess.PIPE,
@@ -136,9 +138,9 @@ async def test_a_new_skillyard_on_the_same_database_continues_the_numbering(
         assert [i["ref"] for i in await yard.attach(session, [second])] == ["img_2"]
         assert [i["ref"] for i in await yard.attach(session, [first])] == ["img_1"]  # registered: keeps its id
     proc = await asyncio.to_thread(
-        cli, "run", "noop", "--skills-dir", str(skills_root), "--session", session, "--attach", str(third)
+        invoke, "run", "noop", "--skills-dir", str(skills_root), "--session", session, "--attach", str(third)
     )
-    assert proc.returncode == 0 and "attached img_3: " in proc.stderr, proc.stderr
+    assert proc.exit_code == 0 and "attached img_3: " in proc.stderr, proc.stderr
 
 
 async def test_concurrent_runs_registering_at_once_get_distinct_refs(db_env, make_skill, yard_for):
@@ -166,6 +168,7 @@ def test_two_processes_attaching_at_once_get_distinct_refs(db_env, make_skill, s
     make_skill("noop", files={"handler.py": "def execute(i):\n    return {'ok': True}\n"})
     session = sid("procs")
     files = make_files(tmp_path / "up", [f"p{n}.png" for n in range(4)])
+    # Separate processes racing on one database: what one process shares in memory cannot serialise them.
     procs = [
         cli_popen("run", "noop", "--skills-dir", str(skills_root), "--session", session, "--attach", str(f))
         for f in files
@@ -194,8 +197,8 @@ return {"ok": True, "local_path": str(ws / "out.png")}
     async with yard_for() as yard:
         await yard.attach(session, [upload])
         drawn = await yard.run("draw", context={"session_id": session})
-    proc = await asyncio.to_thread(cli, "artifacts", "--session", session, "--json")
-    assert proc.returncode == 0, proc.stderr
+    proc = await asyncio.to_thread(invoke, "artifacts", "--session", session, "--json")
+    assert proc.exit_code == 0, proc.stderr
     rows = json.loads(proc.stdout)
     assert [r["ref"] for r in rows] == ["audio_1", "img_1"]
     up, art = rows
@@ -396,6 +399,7 @@ async def test_two_hosts_opening_an_empty_database_at_once_in_one_process(fresh_
 def test_processes_opening_an_empty_database_at_once(fresh_database, make_skill, skills_root, tmp_path):
     make_skill("noop", files={"handler.py": "def execute(i):\n    return {'ok': True}\n"})
     files = make_files(tmp_path / "up", [f"f{n}.pdf" for n in range(3)])
+    # Separate processes racing on one database: what one process shares in memory cannot serialise them.
     procs = [cli_popen("artifacts", "--session", "racing", "--json") for _ in range(3)]
     procs += [
         cli_popen("run", "noop", "--skills-dir", str(skills_root), "--session", "racing", "--attach", str(f))
@@ -412,7 +416,14 @@ def test_processes_opening_an_empty_database_at_once(fresh_database, make_skill,
 def test_reopening_a_migrated_database_from_a_new_process_keeps_its_rows(fresh_database, tmp_path):
     [upload] = make_files(tmp_path / "up", ["keep.png"])
     assert asyncio.run(_attach_and_close("again", upload)) == ["img_1"]
-    proc = cli("artifacts", "--session", "again", "--json")
+    # A new process: migrations are remembered once per process (storage/migrate.py), so only a fresh process
+    # opens the migrated database cold.
+    proc = subprocess.run(
+        [sys.executable, "-m", "skillyard", "artifacts", "--session", "again", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert [r["ref"] for r in json.loads(proc.stdout)] == ["img_1"]
 
@@ -436,11 +447,11 @@ def cli_echo(make_skill, skills_root):
 def test_cli_attach_prints_ids_on_stderr_and_the_ref_works_in_input(db_env, cli_echo, tmp_path):
     session = sid("cli")
     photo, notes = make_files(tmp_path / "my uploads", ["cat photo.jpg", "notes.txt"])
-    proc = cli(
+    proc = invoke(
         "run", "echo", "--skills-dir", cli_echo, "--session", session, "--attach", str(photo), "--attach", str(notes),
         "--input", json.dumps({"image": "img_1", "files": ["file_1", "img_1"], "command": "wc -c file_1 img_1"}),
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    assert proc.exit_code == 0, proc.stderr
     assert f"attached img_1: {photo.resolve()}" in proc.stderr.splitlines()
     assert f"attached file_1: {notes.resolve()}" in proc.stderr.splitlines()
     got = json.loads(proc.stdout)["got"]
@@ -455,8 +466,8 @@ def test_cli_attach_of_a_missing_file_or_a_directory_is_a_clear_usage_error(db_e
     target = tmp_path / ("nope.png" if kind == "missing" else "a folder")
     if kind == "directory":
         target.mkdir()
-    proc = cli("run", "echo", "--skills-dir", cli_echo, "--session", session, "--attach", str(target))
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    proc = invoke("run", "echo", "--skills-dir", cli_echo, "--session", session, "--attach", str(target))
+    assert proc.exit_code == 2, (proc.exit_code, proc.stderr)
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert str(target) in proc.stderr
     assert ("does not exist" if kind == "missing" else "directory") in proc.stderr
@@ -465,19 +476,19 @@ def test_cli_attach_of_a_missing_file_or_a_directory_is_a_clear_usage_error(db_e
 
 def test_cli_attach_without_a_session_is_a_usage_error(db_env, cli_echo, tmp_path):
     [photo] = make_files(tmp_path / "up", ["a.png"])
-    proc = cli("run", "echo", "--skills-dir", cli_echo, "--attach", str(photo))
-    assert proc.returncode == 2 and "--session" in proc.stderr and "Traceback" not in proc.stderr
+    proc = invoke("run", "echo", "--skills-dir", cli_echo, "--attach", str(photo))
+    assert proc.exit_code == 2 and "--session" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_cli_attach_one_good_one_missing_registers_nothing(db_env, cli_echo, tmp_path):
     """A usage error stops the command before the run; no half of the uploads is left registered."""
     session = sid("clihalf")
     [photo] = make_files(tmp_path / "up", ["a.png"])
-    proc = cli(
+    proc = invoke(
         "run", "echo", "--skills-dir", cli_echo, "--session", session,
         "--attach", str(photo), "--attach", str(tmp_path / "missing.pdf"),
     )  # fmt: skip
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.exit_code == 2 and "Traceback" not in proc.stderr
     assert asyncio.run(listed(session)) == []
 
 
@@ -485,15 +496,15 @@ def test_cli_artifacts_table_and_unsafe_session(db_env, tmp_path):
     session = sid("table")
     [photo] = make_files(tmp_path / "up", ["a b.png"])
     asyncio.run(_attach_and_close(session, photo))
-    table = cli("artifacts", "--session", session)
-    assert table.returncode == 0, table.stderr
+    table = invoke("artifacts", "--session", session)
+    assert table.exit_code == 0, table.stderr
     header, row = table.stdout.splitlines()
     assert header.split() == ["REF", "TYPE", "FILENAME", "SIZE", "SKILL", "PATH"]
     assert row.startswith("img_1") and "(upload)" in row and str(photo.resolve()) in row
-    empty = cli("artifacts", "--session", sid("none"), "--json")
-    assert empty.returncode == 0 and json.loads(empty.stdout) == []
-    bad = cli("artifacts", "--session", "../etc", "--json")
-    assert bad.returncode == 2 and "not a safe name" in bad.stderr and "Traceback" not in bad.stderr
+    empty = invoke("artifacts", "--session", sid("none"), "--json")
+    assert empty.exit_code == 0 and json.loads(empty.stdout) == []
+    bad = invoke("artifacts", "--session", "../etc", "--json")
+    assert bad.exit_code == 2 and "not a safe name" in bad.stderr and "Traceback" not in bad.stderr
 
 
 # =================================================================================================================

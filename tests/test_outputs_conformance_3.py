@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from support.outputs_probes import cli, echo_skill, listed, result_skill, sid
+from support.cli import invoke
+from support.outputs_probes import echo_skill, listed, result_skill, sid
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -550,15 +551,17 @@ def test_cli_readme_word_report_example_registers_file_1(db_env):
     """README: `skillyard run word_report --skills-dir examples --session demo --input …` writes a CSV that is
     registered as `file_1`, then `skillyard artifacts --session demo` lists it."""
     session = sid("readme")
-    run = cli("run", "word_report", "--skills-dir", str(EXAMPLES), "--session", session, "--input", '{"text": "a b a"}')
-    assert run.returncode == 0, run.stderr
+    run = invoke(
+        "run", "word_report", "--skills-dir", str(EXAMPLES), "--session", session, "--input", '{"text": "a b a"}'
+    )
+    assert run.exit_code == 0, run.stderr
     env = json.loads(run.stdout)
     assert env["ref"] == "file_1"
-    table = cli("artifacts", "--session", session)
-    assert table.returncode == 0, table.stderr
+    table = invoke("artifacts", "--session", session)
+    assert table.exit_code == 0, table.stderr
     _header, row = table.stdout.splitlines()
     assert row.split()[0] == "file_1" and "word_report" in row and env["local_path"] in row
-    [item] = json.loads(cli("artifacts", "--session", session, "--json").stdout)
+    [item] = json.loads(invoke("artifacts", "--session", session, "--json").stdout)
     data = Path(item["local_path"]).read_bytes()
     assert item["skill"] == "word_report" and item["size"] == len(data)
     assert item["sha256"] == hashlib.sha256(data).hexdigest()
@@ -571,25 +574,25 @@ def test_cli_attach_uses_the_session_given_in_context(db_env, make_skill, skills
     session = sid("ctxsess")
     photo = tmp_path / "a.png"
     photo.write_bytes(b"png")
-    proc = cli(
+    proc = invoke(
         "run", "echo", "--skills-dir", str(skills_root), "--context", json.dumps({"session_id": session}),
         "--attach", str(photo), "--input", '{"image": "img_1"}',
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    assert proc.exit_code == 0, proc.stderr
     assert f"attached img_1: {photo.resolve()}" in proc.stderr
     assert json.loads(proc.stdout)["got"]["image"] == str(photo.resolve())
 
 
-def test_cli_attach_relative_path_is_printed_and_stored_absolute(db_env, make_skill, skills_root, tmp_path):
+def test_cli_attach_relative_path_is_printed_and_stored_absolute(
+    db_env, make_skill, skills_root, tmp_path, monkeypatch
+):
     echo_skill(make_skill)
     session = sid("rel")
     (tmp_path / "cwd").mkdir()
     (tmp_path / "cwd" / "voice memo.m4a").write_bytes(b"m4a")
-    proc = cli(
-        "run", "echo", "--skills-dir", str(skills_root), "--session", session, "--attach", "voice memo.m4a",
-        cwd=tmp_path / "cwd",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    monkeypatch.chdir(tmp_path / "cwd")
+    proc = invoke("run", "echo", "--skills-dir", str(skills_root), "--session", session, "--attach", "voice memo.m4a")
+    assert proc.exit_code == 0, proc.stderr
     path = str((tmp_path / "cwd" / "voice memo.m4a").resolve())
     assert f"attached audio_1: {path}" in proc.stderr.splitlines()
     [item] = json.loads(proc.stdout)["attachments"]
@@ -602,11 +605,11 @@ def test_cli_attach_of_the_same_file_twice_is_one_attachment(db_env, make_skill,
     session = sid("twice")
     photo = tmp_path / "a.png"
     photo.write_bytes(b"png")
-    proc = cli(
+    proc = invoke(
         "run", "echo", "--skills-dir", str(skills_root), "--session", session,
         "--attach", str(photo), "--attach", str(photo),
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    assert proc.exit_code == 0, proc.stderr
     assert "img_2" not in proc.stderr
     assert [a["ref"] for a in json.loads(proc.stdout)["attachments"]] == ["img_1"]
 
@@ -616,16 +619,16 @@ def test_cli_run_with_an_empty_session_id_is_a_usage_error(db_env, make_skill, s
     "a session id must be 1–128 letters …" — an empty `--session ""` is not one; it must not silently run (and
     attach) in another session."""
     echo_skill(make_skill)
-    proc = cli("run", "echo", "--skills-dir", str(skills_root), "--session", "")
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    proc = invoke("run", "echo", "--skills-dir", str(skills_root), "--session", "")
+    assert proc.exit_code == 2, (proc.exit_code, proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
 
 
 def test_cli_artifacts_needs_a_session_and_refuses_an_empty_one(db_env):
-    missing = cli("artifacts", "--json")
-    assert missing.returncode == 2 and "--session" in missing.stderr
-    empty = cli("artifacts", "--session", "", "--json")
-    assert empty.returncode == 2 and "Traceback" not in empty.stderr
+    missing = invoke("artifacts", "--json")
+    assert missing.exit_code == 2 and "--session" in missing.stderr
+    empty = invoke("artifacts", "--session", "", "--json")
+    assert empty.exit_code == 2 and "Traceback" not in empty.stderr
 
 
 def test_cli_async_skill_on_a_chat_channel_finishes_before_the_command_exits(db_env, make_skill, skills_root):
@@ -643,14 +646,14 @@ return {"ok": True, "local_path": str(ws / "render.mp4")}
         frontmatter="name: render\ndescription: d\nasync: true",
     )
     session = sid("cliasync")
-    proc = cli(
+    proc = invoke(
         "run", "render", "--skills-dir", str(skills_root), "--session", session,
         "--context", json.dumps({"channel": "dingtalk"}),
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    assert proc.exit_code == 0, proc.stderr
     ack = json.loads(proc.stdout)
     assert ack["ok"] is True and ack["async"] is True and isinstance(ack["message"], str)
-    listing = json.loads(cli("artifacts", "--session", session, "--json").stdout)
+    listing = json.loads(invoke("artifacts", "--session", session, "--json").stdout)
     assert [(i["ref"], i["skill"]) for i in listing] == [("video_1", "render")]
     assert Path(listing[0]["local_path"]).is_file()
 
@@ -719,9 +722,9 @@ def test_cli_workspace_and_session_register_artifacts_of_that_session(db_env, ma
     )
     session = sid("cliws")
     folder = tmp_path / "my ws"
-    proc = cli("run", "draw", "--skills-dir", str(skills_root), "--session", session, "--workspace", str(folder))
-    assert proc.returncode == 0, proc.stderr
+    proc = invoke("run", "draw", "--skills-dir", str(skills_root), "--session", session, "--workspace", str(folder))
+    assert proc.exit_code == 0, proc.stderr
     env = json.loads(proc.stdout)
     assert env["ref"] == "img_1" and Path(env["local_path"]).parent == folder.resolve()
-    listing = json.loads(cli("artifacts", "--session", session, "--json").stdout)
+    listing = json.loads(invoke("artifacts", "--session", session, "--json").stdout)
     assert [(i["ref"], i["local_path"]) for i in listing] == [("img_1", env["local_path"])]

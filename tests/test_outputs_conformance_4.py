@@ -23,8 +23,9 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pytest
 
+from support.cli import invoke
 from support.local_http import QuietHandler, serve
-from support.outputs_probes import HTML, JSON_BODY, PNG, URLS, cli, echo_skill, files_in, listed, result_skill, sid
+from support.outputs_probes import HTML, JSON_BODY, PNG, URLS, echo_skill, files_in, listed, result_skill, sid
 
 MP3 = b"ID3\x03\x00\x00\x00" + b"\xff\xfb" * 500
 
@@ -622,7 +623,7 @@ async def test_offload_file_holds_the_whole_result_with_refs(db_env, make_skill,
 def test_cli_run_prints_the_receipt_and_the_offload_file_exists(db_env, make_skill, skills_root):
     """docs/cli.md: `skillyard run` "prints its envelope as one line of JSON" — for a large result, the receipt."""
     writer(make_skill)
-    proc = cli(
+    proc = invoke(
         "run",
         "writer",
         "--skills-dir",
@@ -632,7 +633,7 @@ def test_cli_run_prints_the_receipt_and_the_offload_file_exists(db_env, make_ski
         "--input",
         json.dumps({"result": {"ok": True, "rows": BIG_ROWS}}),
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.exit_code == 0, proc.stderr
     env = json.loads(proc.stdout.strip().splitlines()[-1])
     assert env["offloaded"] is True and Path(env["offload_file"]).is_file()
     assert len(proc.stdout) < 12_000
@@ -908,7 +909,7 @@ async def test_a_url_download_is_listed_with_its_url(db_env, make_skill, yard_fo
     url = f"{server}/img/q.png?v=2"
     async with yard_for() as yard:
         await yard.run("urls", {"result": {"ok": True, "image_urls": [url]}}, context={"session_id": session})
-    proc = await asyncio.to_thread(cli, "artifacts", "--session", session, "--json")
+    proc = await asyncio.to_thread(invoke, "artifacts", "--session", session, "--json")
     [row] = json.loads(proc.stdout)
     assert row["url"] == url and row["size"] == len(PNG) and row["sha256"] == sha(PNG) and row["skill"] == "urls"
 
@@ -924,7 +925,7 @@ def test_cli_attach_names_with_spaces_and_unicode(db_env, make_skill, skills_roo
     echo_skill(make_skill)
     session = sid("uni")
     photo, memo = make_files(tmp_path / "上传 目录", ["假期 照片.PNG", "voice memo.M4A"])
-    proc = cli(
+    proc = invoke(
         "run",
         "echo",
         "--skills-dir",
@@ -936,10 +937,10 @@ def test_cli_attach_names_with_spaces_and_unicode(db_env, make_skill, skills_roo
         "--attach",
         str(memo),
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.exit_code == 0, proc.stderr
     assert f"attached img_1: {photo.resolve()}" in proc.stderr.splitlines()
     assert f"attached audio_1: {memo.resolve()}" in proc.stderr.splitlines()
-    listing = cli("artifacts", "--session", session, "--json")
+    listing = invoke("artifacts", "--session", session, "--json")
     rows = {r["ref"]: r for r in json.loads(listing.stdout)}
     assert rows["img_1"]["filename"] == "假期 照片.PNG" and rows["img_1"]["type"] == "image"
     assert rows["audio_1"]["local_path"] == str(memo.resolve()) and rows["audio_1"]["type"] == "audio"
@@ -951,7 +952,7 @@ def test_cli_attached_refs_in_a_list_field_and_a_command(db_env, make_skill, ski
     echo_skill(make_skill)
     session = sid("clirefs")
     photo, sheet = make_files(tmp_path / "in", ["a b.png", "data.csv"])
-    proc = cli(
+    proc = invoke(
         "run",
         "echo",
         "--skills-dir",
@@ -965,7 +966,7 @@ def test_cli_attached_refs_in_a_list_field_and_a_command(db_env, make_skill, ski
         "--input",
         json.dumps({"files": ["img_1", "file_1", "img_1"], "cmd": "wc -c img_1 file_1"}),
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.exit_code == 0, proc.stderr
     got = json.loads(proc.stdout.strip().splitlines()[-1])["got"]
     assert got["files"] == [str(photo.resolve()), str(sheet.resolve())]
     assert str(sheet.resolve()) in got["cmd"] and "img_1" not in got["cmd"] and "file_1" not in got["cmd"]
@@ -975,8 +976,8 @@ def test_cli_attached_refs_in_a_list_field_and_a_command(db_env, make_skill, ski
 def test_cli_artifacts_of_an_unknown_session_is_an_empty_list(db_env):
     """docs/cli.md: `skillyard artifacts --session ID --json` "prints an array of objects" — none for a session
     without files, and that is not an error."""
-    proc = cli("artifacts", "--session", sid("none"), "--json")
-    assert proc.returncode == 0, proc.stderr
+    proc = invoke("artifacts", "--session", sid("none"), "--json")
+    assert proc.exit_code == 0, proc.stderr
     assert json.loads(proc.stdout) == []
 
 
@@ -985,7 +986,7 @@ def test_cli_artifacts_table_shows_refs_names_and_skill(db_env, make_skill, skil
     writer(make_skill)
     session = sid("table")
     [upload] = make_files(tmp_path / "up", ["scan.pdf"])
-    run = cli(
+    run = invoke(
         "run",
         "writer",
         "--skills-dir",
@@ -997,9 +998,9 @@ def test_cli_artifacts_table_shows_refs_names_and_skill(db_env, make_skill, skil
         "--input",
         json.dumps({"files": {"chart.png": "c"}}),
     )
-    assert run.returncode == 0, run.stderr
-    proc = cli("artifacts", "--session", session)
-    assert proc.returncode == 0, proc.stderr
+    assert run.exit_code == 0, run.stderr
+    proc = invoke("artifacts", "--session", session)
+    assert proc.exit_code == 0, proc.stderr
     lines = proc.stdout.splitlines()
     chart = next(line for line in lines if "chart.png" in line)
     scan = next(line for line in lines if "scan.pdf" in line)
@@ -1011,7 +1012,7 @@ def test_cli_run_prints_refs_of_produced_artifacts(db_env, make_skill, skills_ro
     """decisions.md: "Registered artifact items get their `ref` written into the result" — as printed by
     `skillyard run`."""
     writer(make_skill)
-    proc = cli(
+    proc = invoke(
         "run",
         "writer",
         "--skills-dir",
@@ -1573,11 +1574,11 @@ async def test_a_top_level_filename_alone_declares_the_file(db_env, make_skill, 
 def test_cli_sessionless_artifacts_are_listed_under_default(make_skill, skills_root, home, db_env):
     """docs: "Runs without a session belong to the session `default`: its workspace, and its attachments"."""
     writer(make_skill)
-    run = cli("run", "writer", "--skills-dir", str(skills_root), "--input", json.dumps({"files": {"nos.png": "n"}}))
-    assert run.returncode == 0, run.stderr
+    run = invoke("run", "writer", "--skills-dir", str(skills_root), "--input", json.dumps({"files": {"nos.png": "n"}}))
+    assert run.exit_code == 0, run.stderr
     env = json.loads(run.stdout.strip().splitlines()[-1])
     assert Path(env["images"][0]["local_path"]).parent == home / "workspaces" / "default"
-    proc = cli("artifacts", "--session", "default", "--json")
+    proc = invoke("artifacts", "--session", "default", "--json")
     # the database is shared by the whole test session: other session-less runs may have registered files too
     listed = [r for r in json.loads(proc.stdout) if r["filename"] == "nos.png"]
     assert [r["local_path"] for r in listed] == [env["images"][0]["local_path"]]

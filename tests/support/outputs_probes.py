@@ -1,13 +1,10 @@
 """What the artifacts review probes share (tests/test_outputs_conformance*.py): test data, unique session ids, the
-skills they run, the session's attachment listing, the real CLI in a subprocess, and the fixtures for private
+skills they run, the session's attachment listing, and the fixtures for private
 addresses and a SkillYard over the test's skill root."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -58,20 +55,6 @@ async def listed(session: str) -> list[dict[str, Any]]:
     """The session's attachments, as `skillyard artifacts --json` lists them."""
     async with SkillYard(include_builtin=False) as yard:
         return [a.as_dict() for a in await yard.attachments.for_session(session)]
-
-
-def cli(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """The real ``skillyard`` command in a subprocess (python -m skillyard), with this test's environment."""
-    return subprocess.run(
-        [sys.executable, "-m", "skillyard", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-    )
 
 
 @pytest.fixture
