@@ -15,9 +15,10 @@ from support.skills import write_skill
 # Tests never autoload third-party plugins (an empty allow-list loads none).
 os.environ["SKILLYARD_LOAD_PLUGINS"] = ""
 
-pytest_plugins = (  # shared fixtures of the probes
+pytest_plugins = (  # shared fixtures of the probes (outputs_probes before file_server, which imports it)
     "support.datatable_probes",
     "support.outputs_probes",
+    "support.file_server",
     "support.plugins",
     "support.recording_channel",
 )

@@ -12,8 +12,7 @@ import pytest
 from skillyard import SkillYard, SkillyardError
 from skillyard.catalog.describe import describe_entry
 from skillyard.catalog.toolnames import TOOL_NAME_RX, safe_tool_name
-
-HANDLER = "async def execute(input, ctx):\n    return {'ok': True}\n"
+from support.skills import OK_HANDLER
 
 
 def entries_by_name(yard: SkillYard) -> dict[str, list[dict]]:
@@ -48,7 +47,7 @@ def test_category_from_frontmatter_beats_path(make_skill, skills_root):
 
 
 def test_root_that_is_itself_a_skill(make_skill, skills_root):
-    folder = make_skill("solo", files={"handler.py": HANDLER})
+    folder = make_skill("solo", files={"handler.py": OK_HANDLER})
     yard = SkillYard(skills_dirs=[folder], include_builtin=False)
     assert [e.skill.name for e in yard.entries] == ["solo"]
 
@@ -154,13 +153,13 @@ def test_tool_name_collisions_are_resolved_and_reported(make_skill, skills_root)
 
 
 def test_skill_types_and_exposure(make_skill, skills_root):
-    make_skill("code", files={"handler.py": HANDLER})
+    make_skill("code", files={"handler.py": OK_HANDLER})
     make_skill("doc")
     make_skill("know", frontmatter="name: know\ndescription: d\nskill_type: knowledge")
     make_skill(
         "hidden",
         frontmatter="name: hidden\ndescription: d\ntrigger-type: auto",
-        files={"handler.py": HANDLER},
+        files={"handler.py": OK_HANDLER},
     )
     make_skill("nested_trigger", frontmatter="name: nested_trigger\ndescription: d\ntrigger:\n  type: explicit")
     make_skill("no_entry", files={"handler.py": "def helper():\n    return 1\n"})
@@ -181,7 +180,7 @@ def test_skill_types_and_exposure(make_skill, skills_root):
 
 def test_long_skill_md_warns_only_for_skill_md(make_skill, skills_root):
     make_skill("long_doc", body="x" * 8100)
-    make_skill("long_code", body="x" * 8100, files={"handler.py": HANDLER})
+    make_skill("long_code", body="x" * 8100, files={"handler.py": OK_HANDLER})
     yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
     assert any("over 8000" in w for w in yard.skill("long_doc").warnings)
     assert not any("over 8000" in w for w in yard.skill("long_code").warnings)
@@ -208,7 +207,7 @@ def test_aliases_resolve(make_skill, skills_root):
     make_skill(
         "datatable",
         frontmatter="name: datatable\ndescription: d\naliases: [nocodb, tables]",
-        files={"handler.py": HANDLER},
+        files={"handler.py": OK_HANDLER},
     )
     yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
     assert yard.skill("nocodb").name == "datatable"
@@ -298,7 +297,7 @@ async def test_a_running_host_finds_dropped_in_skills(make_skill, skills_root, m
 
     monkeypatch.setattr(yard_module, "UNKNOWN_NAME_RESCAN", 0.0)
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
-        make_skill("late", files={"handler.py": HANDLER})
+        make_skill("late", files={"handler.py": OK_HANDLER})
         assert (await yard.run("late"))["ok"] is True
     monkeypatch.setenv("SKILLYARD_RESCAN_INTERVAL", "0.05")
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
@@ -314,7 +313,7 @@ async def test_declared_python_type_without_config_uses_handler_py(make_skill, s
     make_skill(
         "typed",
         frontmatter="name: typed\ndescription: d\nexec:\n  primary:\n    type: python",
-        files={"handler.py": HANDLER},
+        files={"handler.py": OK_HANDLER},
     )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         assert yard.skill("typed").exec.config == (skills_root / "typed" / "handler.py").resolve()

@@ -9,6 +9,7 @@ import pytest
 
 from skillyard import SkillYard, department_path, identity_org_id
 from skillyard.invoke.context import ACTOR_KEYS, FIXED_FIELDS
+from support.skills import OK_HANDLER
 
 DUMP = """
 async def execute(input, ctx):
@@ -116,9 +117,6 @@ def test_identity_org_id_helper():
     assert identity_org_id({"org_id": "", "role_id": "r9"}) == "r_r9"
 
 
-GATED = "async def execute(input, ctx):\n    return {'ok': True}\n"
-
-
 async def test_missing_env_gives_needs_config_and_does_not_run(make_skill, skills_root, monkeypatch):
     monkeypatch.delenv("PRICE_API_KEY", raising=False)
     make_skill(
@@ -132,7 +130,7 @@ async def test_missing_env_gives_needs_config_and_does_not_run(make_skill, skill
             requires:
               env: [PRICE_API_KEY, {name: OPTIONAL_X, required: false}]
     """,
-        files={"handler.py": GATED},
+        files={"handler.py": OK_HANDLER},
     )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         env = await yard.run("price")
@@ -151,7 +149,7 @@ async def test_missing_bins_gate_except_for_container_skills(make_skill, skills_
         description: d
         metadata: {"openclaw": {"requires": {"bins": ["definitely-not-installed-xyz"]}}}
     """,
-        files={"handler.py": GATED},
+        files={"handler.py": OK_HANDLER},
     )
     make_skill(
         "container",
@@ -161,7 +159,7 @@ async def test_missing_bins_gate_except_for_container_skills(make_skill, skills_
         exec_mode: shell
         metadata: {"openclaw": {"requires": {"bins": ["definitely-not-installed-xyz"]}}}
     """,
-        files={"handler.py": GATED},
+        files={"handler.py": OK_HANDLER},
     )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         env = await yard.run("needs_bin")
@@ -178,7 +176,7 @@ async def test_os_gate_is_not_bypassed_by_always(make_skill, skills_root):
         description: d
         metadata: {{"openclaw": {{"os": ["{other}"], "always": true}}}}
     """,
-        files={"handler.py": GATED},
+        files={"handler.py": OK_HANDLER},
     )
     make_skill(
         "always",
@@ -187,7 +185,7 @@ async def test_os_gate_is_not_bypassed_by_always(make_skill, skills_root):
         description: d
         metadata: {"openclaw": {"always": true, "requires": {"env": ["NOPE_NOT_SET_ANYWHERE"]}}}
     """,
-        files={"handler.py": GATED},
+        files={"handler.py": OK_HANDLER},
     )
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         env = await yard.run("elsewhere")

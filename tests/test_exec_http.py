@@ -13,8 +13,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from support.local_http import serve
 from skillyard import SkillYard
+from support.local_http import serve
+from support.skills import run_skill
 
 
 class Recorder(BaseHTTPRequestHandler):
@@ -102,11 +103,6 @@ def http_skill(make_skill, name: str, toml: str, extra: str = "") -> Path:
     )
 
 
-async def run(root: Path, name: str, input: dict[str, Any] | None = None, **context: Any) -> dict[str, Any]:
-    async with SkillYard(skills_dirs=[root], include_builtin=False) as yard:
-        return await yard.run(name, input or {}, context=context)
-
-
 PRICE = """
 [request]
 method = "GET"
@@ -125,7 +121,7 @@ async def test_get_with_url_placeholder_query_header_and_response_path(
 ):
     monkeypatch.setenv("PRICE_API_KEY", "key-from-env")
     http_skill(make_skill, "price", PRICE.format(base=server), "metadata: {openclaw: {primaryEnv: PRICE_API_KEY}}")
-    env = await run(skills_root, "price", {"symbol": "BRK/B class A", "limit": 5, "note": "not sent"})
+    env = await run_skill(skills_root, "price", {"symbol": "BRK/B class A", "limit": 5, "note": "not sent"})
     assert env["ok"] is True, env
     assert env["symbol"] == "BRK/B class A" and env["price"] == 101.5
     assert "meta" not in env
@@ -143,7 +139,7 @@ async def test_header_variables_never_read_undeclared_host_variables(
 ):
     monkeypatch.setenv("PRICE_API_KEY", "host-secret")
     http_skill(make_skill, "sneaky", PRICE.format(base=server))
-    env = await run(skills_root, "sneaky", {"symbol": "X"})
+    env = await run_skill(skills_root, "sneaky", {"symbol": "X"})
     assert env["ok"] is False and "${PRICE_API_KEY}" in env["error"] and "declare it" in env["error"]
     assert seen == [] and "host-secret" not in json.dumps(env)
 
@@ -151,7 +147,7 @@ async def test_header_variables_never_read_undeclared_host_variables(
 async def test_header_variable_from_configs_beats_the_environment(make_skill, skills_root, server, seen, monkeypatch):
     monkeypatch.setenv("PRICE_API_KEY", "key-from-env")
     http_skill(make_skill, "price", PRICE.format(base=server))
-    env = await run(skills_root, "price", {"symbol": "AAPL"}, skill_args={"PRICE_API_KEY": "key-from-configs"})
+    env = await run_skill(skills_root, "price", {"symbol": "AAPL"}, skill_args={"PRICE_API_KEY": "key-from-configs"})
     assert env["ok"] is True, env
     assert seen[0]["headers"]["authorization"] == "Bearer key-from-configs"
 
@@ -197,7 +193,7 @@ query = ["account", "ids"]
 body = "{body}"
 """,
     )
-    env = await run(
+    env = await run_skill(
         skills_root,
         "order",
         {
@@ -225,7 +221,7 @@ body = "{body}"
 
 async def test_post_defaults_to_a_json_body(make_skill, skills_root, server, seen):
     http_skill(make_skill, "create", f'[request]\nmethod = "POST"\nurl = "{server}/echo"\n')
-    env = await run(skills_root, "create", {"title": "hello"})
+    env = await run_skill(skills_root, "create", {"title": "hello"})
     assert env["ok"] is True
     assert json.loads(seen[0]["body"]) == {"title": "hello"}
 
@@ -233,26 +229,26 @@ async def test_post_defaults_to_a_json_body(make_skill, skills_root, server, see
 async def test_response_path_into_a_list(make_skill, skills_root, server):
     toml = f'[request]\nurl = "{server}/price/{{symbol}}"\n[response]\npath = "data.quotes.1"\n'
     http_skill(make_skill, "quotes", toml)
-    env = await run(skills_root, "quotes", {"symbol": "X"})
+    env = await run_skill(skills_root, "quotes", {"symbol": "X"})
     assert env == {"at": "10:00", "ok": True, "success": True}
 
 
 async def test_response_path_missing_from_the_response_is_a_failure(make_skill, skills_root, server):
     toml = f'[request]\nurl = "{server}/price/{{symbol}}"\n[response]\npath = "data.nope"\n'
     http_skill(make_skill, "wrongpath", toml)
-    env = await run(skills_root, "wrongpath", {"symbol": "X"})
+    env = await run_skill(skills_root, "wrongpath", {"symbol": "X"})
     assert env["ok"] is False and "'data.nope' is not in the response" in env["error"]
 
 
 async def test_whole_json_without_response_path(make_skill, skills_root, server):
     http_skill(make_skill, "whole", f'[request]\nurl = "{server}/price/{{symbol}}"\n')
-    env = await run(skills_root, "whole", {"symbol": "X"})
+    env = await run_skill(skills_root, "whole", {"symbol": "X"})
     assert env["meta"] == {"source": "test"} and env["data"]["symbol"] == "X"
 
 
 async def test_non_json_body_is_returned_as_text(make_skill, skills_root, server):
     http_skill(make_skill, "texty", f'[request]\nurl = "{server}/text"\n')
-    env = await run(skills_root, "texty")
+    env = await run_skill(skills_root, "texty")
     assert env["ok"] is True
     assert env["output"] == "plain words, not JSON"
 
@@ -262,7 +258,7 @@ async def test_non_json_body_is_returned_as_text(make_skill, skills_root, server
 )
 async def test_non_2xx_is_a_failure_with_status_and_excerpt(make_skill, skills_root, server, path, status, fragment):
     http_skill(make_skill, "failing", f'[request]\nurl = "{server}{path}"\n')
-    env = await run(skills_root, "failing")
+    env = await run_skill(skills_root, "failing")
     assert env["ok"] is False and env["success"] is False
     assert env["status"] == status
     assert fragment in env["body_excerpt"] and fragment in env["error"]
@@ -275,7 +271,7 @@ async def test_connection_refused(make_skill, skills_root):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     http_skill(make_skill, "nobody", f'[request]\nurl = "http://127.0.0.1:{port}/x"\n')
-    env = await run(skills_root, "nobody")
+    env = await run_skill(skills_root, "nobody")
     assert env["ok"] is False
     assert env["exception_type"] == "ConnectionRefusedError"
     assert f"127.0.0.1:{port}" in env["error"]
@@ -284,7 +280,7 @@ async def test_connection_refused(make_skill, skills_root):
 async def test_request_timeout(make_skill, skills_root, server):
     http_skill(make_skill, "slowpoke", f'[request]\nurl = "{server}/slow"\ntimeout = 0.3\n')
     started = time.monotonic()
-    env = await run(skills_root, "slowpoke")
+    env = await run_skill(skills_root, "slowpoke")
     assert time.monotonic() - started < 1.4
     assert env["ok"] is False and env["timed_out"] is True
 
@@ -295,7 +291,7 @@ async def test_exec_timeout_is_the_wall_clock(make_skill, skills_root, server):
         "name: walled\ndescription: d\nexec: {config: api.toml, timeout: 0.5}",
         files={"api.toml": f'[request]\nurl = "{server}/slow"\ntimeout = 10\n'},
     )
-    env = await run(skills_root, "walled")
+    env = await run_skill(skills_root, "walled")
     assert env["ok"] is False and env["timed_out"] is True
     assert "wall clock" in env["error"]
 
@@ -313,7 +309,7 @@ async def test_exec_timeout_is_the_wall_clock(make_skill, skills_root, server):
 )
 async def test_bad_spec_is_a_clear_config_failure(make_skill, skills_root, toml, fragment):
     http_skill(make_skill, "badspec", toml)
-    env = await run(skills_root, "badspec")
+    env = await run_skill(skills_root, "badspec")
     assert env["ok"] is False
     assert env["error_type"] == "config" and env["non_retriable"] is True
     assert fragment in env["error"] and "badspec" in env["error"]
@@ -321,7 +317,7 @@ async def test_bad_spec_is_a_clear_config_failure(make_skill, skills_root, toml,
 
 async def test_missing_url_field_asks_for_it(make_skill, skills_root, server, seen):
     http_skill(make_skill, "needs_symbol", f'[request]\nurl = "{server}/price/{{symbol}}"\n')
-    env = await run(skills_root, "needs_symbol", {"limit": 1})
+    env = await run_skill(skills_root, "needs_symbol", {"limit": 1})
     assert env["ok"] is False
     assert env["need_param"] == "symbol" and env["error_type"] == "recoverable"
     assert "symbol" in env["error"]

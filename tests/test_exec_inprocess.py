@@ -8,16 +8,11 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from skillyard import SkillYard
-
-
-async def run(root: Path, name: str, input: dict[str, Any] | None = None, **context: Any) -> dict[str, Any]:
-    async with SkillYard(skills_dirs=[root], include_builtin=False) as yard:
-        return await yard.run(name, input or {}, context=context)
+from support.skills import run_skill
 
 
 def handler_skill(make_skill, name: str, code: str, exec_line: str = "", files: dict[str, str] | None = None) -> Path:
@@ -40,7 +35,7 @@ def handler_skill(make_skill, name: str, code: str, exec_line: str = "", files: 
 async def test_entry_name_order(make_skill, skills_root, names, expected):
     code = "".join(f"def {n}(input):\n    return {{'entry': {n!r}}}\n\n" for n in names)
     handler_skill(make_skill, "entries", code)
-    env = await run(skills_root, "entries")
+    env = await run_skill(skills_root, "entries")
     assert env["entry"] == expected
 
 
@@ -66,7 +61,7 @@ async def test_binding_by_required_positional_count(make_skill, skills_root, sig
                      "has_ctx": isinstance(got.get("ctx"), dict), "n_args": len(got.get("args", ())) }}
     """,
     )
-    env = await run(skills_root, "bind", {"q": 1}, session_id="bind-s")
+    env = await run_skill(skills_root, "bind", {"q": 1}, session_id="bind-s")
     assert env["ok"] is True, env
     assert env["input"] == ({"q": 1} if expected >= 1 else None)
     assert env["has_ctx"] is (expected == 2)
@@ -83,7 +78,7 @@ async def test_ctx_carries_the_runtime_context(make_skill, skills_root):
                     "region": ctx["skill_args"]["region"]}
     """,
     )
-    env = await run(skills_root, "ctxs", session_id="s9", org_name="Acme", skill_args={"region": "eu"})
+    env = await run_skill(skills_root, "ctxs", session_id="s9", org_name="Acme", skill_args={"region": "eu"})
     assert env == {"session": "s9", "org": "Acme", "has_call": True, "region": "eu", "ok": True, "success": True}
 
 
@@ -100,7 +95,7 @@ async def test_ctx_carries_the_runtime_context(make_skill, skills_root):
 )
 async def test_non_dict_results_are_wrapped(make_skill, skills_root, returned, expected):
     handler_skill(make_skill, "wraps", f"def run(input):\n    return {returned}\n")
-    env = await run(skills_root, "wraps")
+    env = await run_skill(skills_root, "wraps")
     assert env == {**expected, "ok": True, "success": True}
 
 
@@ -126,8 +121,8 @@ async def test_sync_entry_runs_in_a_worker_thread_without_db(make_skill, skills_
             return {"thread": threading.get_ident(), "db": type(ctx["db"]).__name__}
     """,
     )
-    sync_env = await run(skills_root, "sync_one")
-    async_env = await run(skills_root, "async_one")
+    sync_env = await run_skill(skills_root, "sync_one")
+    async_env = await run_skill(skills_root, "async_one")
     here = threading.get_ident()
     assert async_env["thread"] == here  # async entries are awaited on the loop
     assert async_env["db"] == "AsyncSession"
@@ -137,7 +132,7 @@ async def test_sync_entry_runs_in_a_worker_thread_without_db(make_skill, skills_
 
 async def test_sync_entry_gets_db_none_whatever_the_caller_passed(make_skill, skills_root):
     handler_skill(make_skill, "sync_two", "def execute(input, ctx):\n    return {'none': ctx.get('d' + 'b') is None}\n")
-    env = await run(skills_root, "sync_two", db="a-live-session-stand-in")
+    env = await run_skill(skills_root, "sync_two", db="a-live-session-stand-in")
     assert env["none"] is True
 
 
@@ -155,7 +150,7 @@ async def test_sync_entry_does_not_block_the_loop(make_skill, skills_root):
 
     task = asyncio.ensure_future(ticker())
     try:
-        env = await run(skills_root, "blocking")
+        env = await run_skill(skills_root, "blocking")
     finally:
         task.cancel()
     assert env["ok"] is True
@@ -239,7 +234,7 @@ async def test_rescan_picks_up_edited_code(make_skill, skills_root):
 
 async def test_exception_becomes_a_failure_envelope(make_skill, skills_root):
     handler_skill(make_skill, "raises", "def execute(input):\n    raise OSError('disk is gone')\n")
-    env = await run(skills_root, "raises")
+    env = await run_skill(skills_root, "raises")
     assert env["ok"] is False and env["success"] is False
     assert env["exception_type"] == "OSError"
     assert "disk is gone" in env["error"]
@@ -260,7 +255,7 @@ async def test_connection_refused_keeps_its_class_name(make_skill, skills_root):
             await asyncio.open_connection("127.0.0.1", {port})
     """,
     )
-    env = await run(skills_root, "refused")
+    env = await run_skill(skills_root, "refused")
     assert env["ok"] is False
     assert env["exception_type"] == "ConnectionRefusedError"
 
@@ -286,7 +281,7 @@ async def test_async_skill_stopped_by_exec_timeout(make_skill, skills_root, tmp_
     workspace = tmp_path / "ws"
     workspace.mkdir()
     started = time.monotonic()
-    env = await run(skills_root, "sleepy", workspace_dir=str(workspace))
+    env = await run_skill(skills_root, "sleepy", workspace_dir=str(workspace))
     assert time.monotonic() - started < 5
     assert env["ok"] is False and env["timed_out"] is True
     assert (workspace / "cancelled").read_text() == "yes"
@@ -300,7 +295,7 @@ async def test_sync_skill_stopped_by_exec_timeout(make_skill, skills_root):
         exec_line="exec: {timeout: 0.5}",
     )
     started = time.monotonic()
-    env = await run(skills_root, "sleepy_sync")
+    env = await run_skill(skills_root, "sleepy_sync")
     assert time.monotonic() - started < 1.4
     assert env["timed_out"] is True
 
@@ -312,7 +307,7 @@ async def test_timeout_raised_by_the_skill_is_not_a_wall_clock_stop(make_skill, 
         "def execute(input):\n    raise TimeoutError('upstream slow')\n",
         exec_line="exec: {timeout: 5}",
     )
-    env = await run(skills_root, "own_timeout")
+    env = await run_skill(skills_root, "own_timeout")
     assert env["exception_type"] == "TimeoutError" and not env.get("timed_out")
 
 
@@ -368,7 +363,7 @@ async def test_system_exit_while_importing_reruns_as_subprocess(make_skill, skil
         main()
     """,
     )
-    env = await run(skills_root, "module_args", {"city": "Paris"})
+    env = await run_skill(skills_root, "module_args", {"city": "Paris"})
     assert env == {"city": "Paris", "ok": True, "success": True}
 
 

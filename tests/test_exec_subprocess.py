@@ -11,18 +11,13 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from skillyard import SkillYard
 from skillyard.invoke.pipeline import _wall_clock
 from skillyard.settings import Settings
-
-
-async def run(root: Path, name: str, input: dict[str, Any] | None = None, **context: Any) -> dict[str, Any]:
-    async with SkillYard(skills_dirs=[root], include_builtin=False) as yard:
-        return await yard.run(name, input or {}, context=context)
+from support.skills import run_skill
 
 
 def needs(binary: str) -> pytest.MarkDecorator:
@@ -70,7 +65,7 @@ def test_primary_type_beats_the_extension(make_skill, skills_root):
 @pytest.mark.parametrize("exec_type", ["BROWSER", "MCP"])
 async def test_browser_and_mcp_answer_not_supported_yet(make_skill, skills_root, exec_type):
     make_skill("later", f"name: later\ndescription: d\nexec: {{primary: {{type: {exec_type}}}}}")
-    env = await run(skills_root, "later", {"url": "https://example.org"})
+    env = await run_skill(skills_root, "later", {"url": "https://example.org"})
     assert env["ok"] is False
     assert f"exec type {exec_type} is not supported yet" in env["error"]
     assert env["error_type"] == "config" and env["non_retriable"] is True
@@ -162,7 +157,7 @@ LANGUAGES = {
 async def test_language_end_to_end(make_skill, skills_root, home, lang):
     frontmatter, files = LANGUAGES[lang]
     make_skill(lang, f"name: {lang}\ndescription: d\n{frontmatter}", files=files)
-    env = await run(skills_root, lang, INPUT, session_id="lang-run", org_name="Acme", _private="hidden")
+    env = await run_skill(skills_root, lang, INPUT, session_id="lang-run", org_name="Acme", _private="hidden")
     assert env["ok"] is True, env
     assert env["argv"] == ARGV
     assert env["input"] == INPUT
@@ -189,7 +184,7 @@ async def test_platform_keys_of_the_input_are_never_flags(make_skill, skills_roo
     """Keys starting with _ are the platform's (§4.3): an argparse CLI would refuse `--_meta` as an unrecognized
     argument, so they are never flags; `_subcommand` is the subcommand."""
     make_skill("strict_cli", "name: strict_cli\ndescription: d\nexec: {config: cli.py}", files={"cli.py": PYTHON_CLI})
-    env = await run(skills_root, "strict_cli", {"name": "x", "_meta": {"trace": 1}, "_note": "n"})
+    env = await run_skill(skills_root, "strict_cli", {"name": "x", "_meta": {"trace": 1}, "_note": "n"})
     assert env["ok"] is True, env
     assert env["argv"] == ["--name", "x"] and env["parsed"]["name"] == "x"
 
@@ -207,7 +202,7 @@ exec:
       printf '{"argc": %s, "first": "%s", "second": "%s", "input": %s, "zero": "%s"}' "$#" "$1" "$2" "$SKILL_INPUT" "$0"
 """,
     )
-    env = await run(skills_root, "inline", {"who": "Ada Lovelace"})
+    env = await run_skill(skills_root, "inline", {"who": "Ada Lovelace"})
     assert env["ok"] is True, env
     assert env["argc"] == 2 and env["first"] == "--who" and env["second"] == "Ada Lovelace"
     assert env["input"] == {"who": "Ada Lovelace"}
@@ -217,7 +212,7 @@ exec:
 async def test_cwd_is_the_given_workspace(make_skill, skills_root, tmp_path):
     make_skill("where", "name: where\ndescription: d\nexec: {primary: {type: INLINE_SHELL, command: pwd}}")
     workspace = tmp_path / "ws"
-    env = await run(skills_root, "where", workspace_dir=str(workspace))
+    env = await run_skill(skills_root, "where", workspace_dir=str(workspace))
     assert Path(env["output"].strip()).resolve() == workspace.resolve()
 
 
@@ -234,7 +229,7 @@ def inline(make_skill, name: str, command: str, extra: str = "") -> None:
 
 async def test_stdout_whole_json_document(make_skill, skills_root):
     inline(make_skill, "whole", """printf '{\\n  "a": 1,\\n  "b": [1, 2]\\n}\\n'""")
-    env = await run(skills_root, "whole")
+    env = await run_skill(skills_root, "whole")
     assert env == {"a": 1, "b": [1, 2], "ok": True, "success": True}
 
 
@@ -248,7 +243,7 @@ echo "{not json"
 echo '{"answer": 42}'
 """,
     )
-    env = await run(skills_root, "lastline")
+    env = await run_skill(skills_root, "lastline")
     assert env == {"answer": 42, "ok": True, "success": True}
 
 
@@ -263,7 +258,7 @@ echo chart.png
 """,
     )
     workspace = tmp_path / "ws"
-    env = await run(skills_root, "chart", workspace_dir=str(workspace))
+    env = await run_skill(skills_root, "chart", workspace_dir=str(workspace))
     assert env["ok"] is True
     assert env["local_path"] == str((workspace / "chart.png").resolve())
     assert env["media"] == "image" and env["filename"] == "chart.png"
@@ -280,7 +275,7 @@ echo "second line"
 """,
     )
     with caplog.at_level(logging.INFO, logger="skillyard.subprocess"):
-        env = await run(skills_root, "plain")
+        env = await run_skill(skills_root, "plain")
     assert env == {"output": "hello world\nsecond line\n", "ok": True, "success": True}
     assert "progress: half way" in caplog.text
 
@@ -295,7 +290,7 @@ echo "cannot open database: permission denied" >&2
 exit 3
 """,
     )
-    env = await run(skills_root, "broken")
+    env = await run_skill(skills_root, "broken")
     assert env["ok"] is False and env["success"] is False
     assert env["exit_code"] == 3
     assert "cannot open database: permission denied" in env["stderr_tail"]
@@ -399,7 +394,7 @@ async def test_go_failure_reports_the_program_exit_code(make_skill, skills_root,
     make_skill(
         "gofail", "name: gofail\ndescription: d\nexec: {config: main.go, timeout: 50}", files={"main.go": program}
     )
-    env = await run(skills_root, "gofail", {})
+    env = await run_skill(skills_root, "gofail", {})
     assert env["ok"] is False and env["exit_code"] == 3, env
     assert env["error"].endswith("exited with code 3: no such customer"), env
     assert "exit status" not in env["stderr_tail"], env
@@ -439,7 +434,7 @@ async def test_timeout_kills_the_whole_process_group(make_skill, skills_root, tm
     )
     workspace = tmp_path / "ws"
     started = time.monotonic()
-    env = await run(skills_root, "hangs", workspace_dir=str(workspace))
+    env = await run_skill(skills_root, "hangs", workspace_dir=str(workspace))
     elapsed = time.monotonic() - started
     pid = int((workspace / "child.pid").read_text())
     try:
@@ -463,7 +458,7 @@ async def test_missing_interpreter_is_a_config_failure(make_skill, skills_root, 
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    env = await run(skills_root, "needs_bin")
+    env = await run_skill(skills_root, "needs_bin")
     assert env["ok"] is False
     assert env["error_type"] == "config" and env["non_retriable"] is True
     assert repr(binary) in env["error"] and "not on PATH" in env["error"]
@@ -477,7 +472,7 @@ async def test_missing_interpreter_for_declared_type(make_skill, skills_root, tm
         files={"tool": "puts 1\n"},
     )
     monkeypatch.setenv("PATH", str(tmp_path))
-    env = await run(skills_root, "rb_declared")
+    env = await run_skill(skills_root, "rb_declared")
     assert env["ok"] is False and env["missing_bins"] == ["ruby"]
 
 
@@ -492,12 +487,12 @@ async def test_go_runs_without_home(make_skill, skills_root, tmp_path, monkeypat
     monkeypatch.delenv("HOME", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.delenv("GOCACHE", raising=False)
-    env = await run(skills_root, "go_nohome", {"x": 1})
+    env = await run_skill(skills_root, "go_nohome", {"x": 1})
     assert env["ok"] is True, env
     assert env["input"] == {"x": 1}
     cache = tmp_path / "gocache"
     monkeypatch.setenv("GOCACHE", str(cache))
-    env = await run(skills_root, "go_nohome", {"x": 2})
+    env = await run_skill(skills_root, "go_nohome", {"x": 2})
     assert env["ok"] is True, env
     assert any(cache.iterdir()), "GOCACHE from the host was not used"
 
@@ -530,7 +525,7 @@ async def test_child_environment_is_minimal_plus_declared_credentials(make_skill
     monkeypatch.setenv("SKILLYARD_TEST_UNDECLARED", "leak-me-not")
     monkeypatch.setenv("DEPLOY_TOKEN", "token-from-host")
     monkeypatch.delenv("SERVICE_PIN", raising=False)
-    env = await run(
+    env = await run_skill(
         skills_root,
         "creds",
         {"q": 1},
@@ -554,7 +549,7 @@ async def test_declared_credential_from_configs_beats_the_host(make_skill, skill
     make_skill("creds", CREDENTIAL_SKILL, files={"dump.py": ENV_DUMP})
     monkeypatch.setenv("DEPLOY_TOKEN", "token-from-host")
     monkeypatch.setenv("SERVICE_PIN", "pin-from-host")
-    env = await run(skills_root, "creds", skill_args={"deploy_token": "token-from-configs"})
+    env = await run_skill(skills_root, "creds", skill_args={"deploy_token": "token-from-configs"})
     assert env["env"]["DEPLOY_TOKEN"] == "token-from-configs"
     assert env["env"]["SERVICE_PIN"] == "pin-from-host"
     assert "token-from-configs" not in env["env"]["SKILL_CONTEXT"]
@@ -563,7 +558,7 @@ async def test_declared_credential_from_configs_beats_the_host(make_skill, skill
 async def test_missing_declared_credential_is_not_run(make_skill, skills_root, monkeypatch):
     make_skill("creds", CREDENTIAL_SKILL, files={"dump.py": ENV_DUMP})
     monkeypatch.delenv("DEPLOY_TOKEN", raising=False)
-    env = await run(skills_root, "creds")
+    env = await run_skill(skills_root, "creds")
     assert env["ok"] is False and env["needs_config"] == ["DEPLOY_TOKEN"]
 
 
@@ -571,7 +566,7 @@ async def test_missing_script_or_command_is_a_config_failure(make_skill, skills_
     make_skill("no_script", "name: no_script\ndescription: d\nexec: {config: scripts/run.sh}")
     make_skill("no_command", "name: no_command\ndescription: d\nexec: {primary: {type: INLINE_SHELL}}")
     for name, fragment in (("no_script", "run.sh does not exist"), ("no_command", "needs exec.primary.command")):
-        env = await run(skills_root, name)
+        env = await run_skill(skills_root, name)
         assert env["ok"] is False and env["error_type"] == "config", env
         assert fragment in env["error"]
 
@@ -603,7 +598,7 @@ exec:
             )
         },
     )
-    env = await run(
+    env = await run_skill(
         skills_root,
         "secret_param",
         {"q": "x", "api_token": "typed-by-the-model"},

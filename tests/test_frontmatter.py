@@ -16,6 +16,7 @@ from skillyard.catalog.catalog import Entry
 from skillyard.catalog.describe import describe_entry
 from skillyard.catalog.frontmatter_parser import parse_markdown
 from skillyard.catalog.requires import Requirements, check_requirements, parse_requirements
+from support.skills import write_raw
 
 
 def parse(text: str | bytes):
@@ -31,13 +32,6 @@ def fm(body: str) -> str:
 def entries(root: Path) -> dict[str, Entry]:
     yard = SkillYard(skills_dirs=[root], include_builtin=False)
     return {e.skill.dir.name: e for e in yard.entries}
-
-
-def write_raw(root: Path, name: str, raw: bytes) -> Path:
-    folder = root / name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "SKILL.md").write_bytes(raw)
-    return folder
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -22,31 +22,18 @@ def hook_names() -> list[str]:
     return [n for n in dir(hookspecs) if getattr(getattr(hookspecs, n), "skillyard_spec", None) is not None]
 
 
-@pytest.fixture
-def register():
-    added = []
-
-    def add(plugin, name):
-        pm.register(plugin, name=name)
-        added.append(plugin)
-
-    yield add
-    for plugin in added:
-        pm.unregister(plugin)
-
-
 class EchoExecutor:
     async def run(self, skill, input, ctx, *, yard):
         return {"echoed": input, "by": "ECHO"}
 
 
-async def test_register_exec_types(register, make_skill, skills_root):
+async def test_register_exec_types(plugin_reg, make_skill, skills_root):
     class Plugin:
         @hookimpl
         def register_exec_types(self, register):
             register("echo", EchoExecutor())
 
-    register(Plugin(), "echo-plugin")
+    plugin_reg(Plugin(), "echo-plugin")
     make_skill("e", frontmatter="name: e\ndescription: d\nexec:\n  primary:\n    type: ECHO")
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         assert yard.registries.exec_type_plugins["ECHO"] == "echo-plugin"
@@ -61,19 +48,19 @@ async def test_unknown_exec_type_is_a_precise_failure(make_skill, skills_root):
     assert env["ok"] is False and "declares exec type 'FOO'" in env["error"] and "PYTHON" in env["error"]
 
 
-def test_register_exec_types_duplicates_name_both_plugins(register):
+def test_register_exec_types_duplicates_name_both_plugins(plugin_reg):
     class Plugin:
         @hookimpl
         def register_exec_types(self, register):
             register("PYTHON", EchoExecutor())
 
-    register(Plugin(), "shadowing-plugin")
+    plugin_reg(Plugin(), "shadowing-plugin")
     with pytest.raises(DuplicateRegistration, match="'PYTHON' is registered by both") as err:
         SkillYard(include_builtin=False)
     assert "skillyard.executors.inprocess" in str(err.value) and "shadowing-plugin" in str(err.value)
 
 
-async def test_register_result_processors_run_in_order(register, make_skill, skills_root):
+async def test_register_result_processors_run_in_order(plugin_reg, make_skill, skills_root):
     class Plugin:
         @hookimpl
         def register_result_processors(self, register):
@@ -85,14 +72,14 @@ async def test_register_result_processors_run_in_order(register, make_skill, ski
 
             register(10, "first", first)
 
-    register(Plugin(), "processors")
+    plugin_reg(Plugin(), "processors")
     make_skill("p", files={"handler.py": "async def execute(i, c):\n    return {}\n"})
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         env = await yard.run("p")
     assert env["trail"] == "12" and env["skill_seen"] == "p"
 
 
-def test_register_result_processors_duplicate_order(register):
+def test_register_result_processors_duplicate_order(plugin_reg):
     class A:
         @hookimpl
         def register_result_processors(self, register):
@@ -103,13 +90,13 @@ def test_register_result_processors_duplicate_order(register):
         def register_result_processors(self, register):
             register(7, "b", lambda e, r: e)
 
-    register(A(), "plugin-a")
-    register(B(), "plugin-b")
+    plugin_reg(A(), "plugin-a")
+    plugin_reg(B(), "plugin-b")
     with pytest.raises(DuplicateRegistration, match="both use order 7"):
         SkillYard(include_builtin=False)
 
 
-async def test_skill_roots_rank_between_env_and_builtin(register, make_skill, tmp_path, monkeypatch):
+async def test_skill_roots_rank_between_env_and_builtin(plugin_reg, make_skill, tmp_path, monkeypatch):
     plugin_root = tmp_path / "plugin_root"
     env_root = tmp_path / "env_root"
     make_skill("x", frontmatter="name: x\ndescription: from plugin", root=plugin_root)
@@ -122,13 +109,13 @@ async def test_skill_roots_rank_between_env_and_builtin(register, make_skill, tm
         def skill_roots(self, yard):
             return [str(plugin_root)]
 
-    register(Plugin(), "roots")
+    plugin_reg(Plugin(), "roots")
     yard = SkillYard(include_builtin=False)
     assert yard.skill("x").description == "from plugin" and yard.skill("x").source == "plugin"
     assert yard.skill("y").description == "from env"
 
 
-async def test_extra_context_sync_and_async(register, make_skill, skills_root):
+async def test_extra_context_sync_and_async(plugin_reg, make_skill, skills_root):
     class Plugin:
         @hookimpl
         def extra_context(self, skill, context):
@@ -143,8 +130,8 @@ async def test_extra_context_sync_and_async(register, make_skill, skills_root):
 
             return later()
 
-    register(Plugin(), "ctx-sync")
-    register(AsyncPlugin(), "ctx-async")
+    plugin_reg(Plugin(), "ctx-sync")
+    plugin_reg(AsyncPlugin(), "ctx-async")
     make_skill(
         "c",
         files={
@@ -159,7 +146,7 @@ async def test_extra_context_sync_and_async(register, make_skill, skills_root):
     assert (env["tenant"], env["for"], env["org"], env["p"]) == ("acme", "c", "o1", 1)
 
 
-async def test_startup(register):
+async def test_startup(plugin_reg):
     events = []
 
     class Plugin:
@@ -174,13 +161,13 @@ async def test_startup(register):
         def shutdown(self, yard):
             events.append(("shutdown", type(yard).__name__))
 
-    register(Plugin(), "lifecycle")
+    plugin_reg(Plugin(), "lifecycle")
     async with SkillYard(include_builtin=False):
         assert events == [("startup", "SkillYard")]
     assert events[-1] == ("shutdown", "SkillYard")
 
 
-async def test_shutdown(register):
+async def test_shutdown(plugin_reg):
     closed = []
 
     class Plugin:
@@ -192,7 +179,7 @@ async def test_shutdown(register):
 
             return flush()
 
-    register(Plugin(), "shutdown-plugin")
+    plugin_reg(Plugin(), "shutdown-plugin")
     yard = SkillYard(include_builtin=False)
     await yard.close()  # never opened: shutdown hooks are for opened hosts only
     assert closed == []
@@ -201,7 +188,7 @@ async def test_shutdown(register):
     assert closed == [False]
 
 
-async def test_register_channels(register):
+async def test_register_channels(plugin_reg):
     class Channel:
         def __init__(self):
             self.sent = []
@@ -221,18 +208,18 @@ async def test_register_channels(register):
         def register_channels(self, register):
             register("chat-a", second)
 
-    register(Plugin(), "channels-plugin")
+    plugin_reg(Plugin(), "channels-plugin")
     async with SkillYard(include_builtin=False) as yard:
         assert yard.channels.names() == ["chat-a"]
         assert await yard.channels.deliver({"channel": "chat-a", "session_id": "s"}, "hi", []) is True
         assert await yard.channels.deliver({"channel": "nowhere"}, "hi", []) is False
     assert first.sent == [("s", "hi")]
-    register(Clash(), "clash-plugin")
+    plugin_reg(Clash(), "clash-plugin")
     with pytest.raises(DuplicateRegistration, match="channel 'chat-a' is registered by both"):
         SkillYard(include_builtin=False)
 
 
-def test_register_commands_cannot_replace_a_command(register):
+def test_register_commands_cannot_replace_a_command(plugin_reg):
     from skillyard.cli import cli
 
     class Plugin:
@@ -242,13 +229,13 @@ def test_register_commands_cannot_replace_a_command(register):
             def run():
                 """Not allowed."""
 
-    register(Plugin(), "hijack")
+    plugin_reg(Plugin(), "hijack")
     with pytest.raises(DuplicateRegistration, match="'run', which already exists"):
         pm.hook.register_commands(cli=cli)
     assert cli.commands["run"].callback.__module__.startswith("skillyard.cli")
 
 
-def test_register_commands(register):
+def test_register_commands(plugin_reg):
     from skillyard.cli import cli
 
     class Plugin:
@@ -259,7 +246,7 @@ def test_register_commands(register):
                 """Say hi."""
                 click.echo("hi from a plugin")
 
-    register(Plugin(), "commands")
+    plugin_reg(Plugin(), "commands")
     pm.hook.register_commands(cli=cli)
     try:
         result = CliRunner().invoke(cli, ["hello-plugin"])
@@ -270,7 +257,7 @@ def test_register_commands(register):
         cli.commands.pop("hello-plugin", None)
 
 
-def test_register_commands_lazy_form(register, tmp_path, monkeypatch):
+def test_register_commands_lazy_form(plugin_reg, tmp_path, monkeypatch):
     """A plugin may add a command by name and import path: --help lists it without importing its module."""
     import sys
 
@@ -287,7 +274,7 @@ def test_register_commands_lazy_form(register, tmp_path, monkeypatch):
         def register_commands(self, cli):
             cli.add_lazy_command("acme-lazy", "acme_lazy_cmds:hello", help="Say hello lazily.")
 
-    register(Plugin(), "lazy-commands")
+    plugin_reg(Plugin(), "lazy-commands")
     listed = CliRunner().invoke(cli, ["--help"])
     assert listed.exit_code == 0 and "acme-lazy" in listed.output and "Say hello lazily." in listed.output
     assert "acme_lazy_cmds" not in sys.modules
@@ -299,13 +286,13 @@ def test_register_commands_lazy_form(register, tmp_path, monkeypatch):
         def register_commands(self, cli):
             cli.add_lazy_command("acme-lazy", "elsewhere:cmd", help="Another.")
 
-    register(Clash(), "lazy-clash")
+    plugin_reg(Clash(), "lazy-clash")
     clashed = CliRunner().invoke(cli, ["--help"])
     assert clashed.exit_code == 2 and "tried to add the command 'acme-lazy', which already exists" in clashed.output
     assert "lazy-clash" in clashed.output and "lazy-commands" in clashed.output
 
 
-def test_a_lazy_command_that_does_not_load_names_the_plugin(register):
+def test_a_lazy_command_that_does_not_load_names_the_plugin(plugin_reg):
     from skillyard.cli import cli
 
     class Plugin:
@@ -314,7 +301,7 @@ def test_a_lazy_command_that_does_not_load_names_the_plugin(register):
             cli.add_lazy_command("acme-missing", "no_such_module_here:cmd", help="Gone.")
             cli.add_lazy_command("acme-notcmd", "json:dumps", help="Not a command.")
 
-    register(Plugin(), "broken-commands")
+    plugin_reg(Plugin(), "broken-commands")
     missing = CliRunner().invoke(cli, ["acme-missing"])
     assert missing.exit_code == 2 and "of plugin 'broken-commands' cannot be loaded from" in missing.output
     notcmd = CliRunner().invoke(cli, ["acme-notcmd"])
@@ -366,7 +353,7 @@ def test_every_hook_has_a_test_and_a_docs_heading():
         )
 
 
-def test_doctor_checks(register, db_env):
+def test_doctor_checks(plugin_reg, db_env):
     """A third-party plugin's checks (sync list or awaitable) appear in ``skillyard doctor``; only fail exits 1."""
     from skillyard.cli import cli
 
@@ -382,7 +369,7 @@ def test_doctor_checks(register, db_env):
 
             return probe()
 
-    register(Plugin(), "acme")
+    plugin_reg(Plugin(), "acme")
     result = CliRunner().invoke(cli, ["doctor"])
     assert result.exit_code == 0, result.output
     assert "warn  acme.quota: 90% used — fix: raise the quota" in result.output.splitlines()
@@ -393,7 +380,7 @@ def test_doctor_checks(register, db_env):
         def doctor_checks(self, yard):
             return [{"name": "acme.disk", "status": "fail", "detail": "disk full", "fix": "free some space"}]
 
-    register(Failing(), "acme-failing")
+    plugin_reg(Failing(), "acme-failing")
     failed = CliRunner().invoke(cli, ["doctor", "--json"])
     assert failed.exit_code == 1, failed.output
     checks = {c["name"]: c for c in json.loads(failed.output)["checks"]}

@@ -6,42 +6,40 @@ import json
 
 import pytest
 
-from skillyard import SkillYard
 from skillyard.catalog.describe import describe_skill
+from support.skills import yard_of
 
-ECHO = "async def execute(input, ctx):\n    return {'input': input}\n"
+INPUT_ECHO = "async def execute(input, ctx):\n    return {'input': input}\n"
 
 
 def schema_json(props: dict, required: list[str] | None = None) -> str:
     return json.dumps({"type": "object", "properties": props, "required": required or []})
 
 
-def yard_for(root) -> SkillYard:
-    return SkillYard(skills_dirs=[root], include_builtin=False)
-
-
 def test_schema_json_beats_input_schema_constant(make_skill, skills_root):
     make_skill(
         "s",
         files={
-            "handler.py": "INPUT_SCHEMA = {'type': 'object', 'properties': {'from_code': {'type': 'string'}}}\n" + ECHO,
+            "handler.py": "INPUT_SCHEMA = {'type': 'object', 'properties': {'from_code': {'type': 'string'}}}\n"
+            + INPUT_ECHO,
             "schema.json": schema_json({"from_file": {"type": "string"}}),
         },
     )
     make_skill(
         "c",
         files={
-            "handler.py": "INPUT_SCHEMA = {'type': 'object', 'properties': {'from_code': {'type': 'string'}}}\n" + ECHO,
+            "handler.py": "INPUT_SCHEMA = {'type': 'object', 'properties': {'from_code': {'type': 'string'}}}\n"
+            + INPUT_ECHO,
         },
     )
-    yard = yard_for(skills_root)
+    yard = yard_of(skills_root)
     assert list(yard.skill("s").schema.exposed["properties"]) == ["from_file"]
     assert list(yard.skill("c").schema.exposed["properties"]) == ["from_code"]
 
 
 def test_bare_string_properties_are_repaired_with_a_warning(make_skill, skills_root):
-    make_skill("s", files={"handler.py": ECHO, "schema.json": schema_json({"symbol": "string"})})
-    skill = yard_for(skills_root).skill("s")
+    make_skill("s", files={"handler.py": INPUT_ECHO, "schema.json": schema_json({"symbol": "string"})})
+    skill = yard_of(skills_root).skill("s")
     assert skill.schema.exposed["properties"]["symbol"] == {"type": "string"}
     assert any("bare string" in w for w in skill.warnings)
     assert skill.error is None
@@ -60,14 +58,14 @@ def test_bare_string_properties_are_repaired_with_a_warning(make_skill, skills_r
     ],
 )
 def test_schemas_providers_reject_are_the_skills_error(make_skill, skills_root, schema, message):
-    make_skill("s", files={"handler.py": ECHO, "schema.json": json.dumps(schema)})
-    skill = yard_for(skills_root).skill("s")
+    make_skill("s", files={"handler.py": INPUT_ECHO, "schema.json": json.dumps(schema)})
+    skill = yard_of(skills_root).skill("s")
     assert skill.error and message in skill.error
 
 
 def test_broken_schema_json_is_reported(make_skill, skills_root):
-    make_skill("s", files={"handler.py": ECHO, "schema.json": "{not json"})
-    skill = yard_for(skills_root).skill("s")
+    make_skill("s", files={"handler.py": INPUT_ECHO, "schema.json": "{not json"})
+    skill = yard_of(skills_root).skill("s")
     assert "schema.json is not valid JSON" in skill.error
 
 
@@ -75,7 +73,7 @@ async def test_required_means_present_and_non_empty(make_skill, skills_root):
     make_skill(
         "s",
         files={
-            "handler.py": ECHO,
+            "handler.py": INPUT_ECHO,
             "schema.json": schema_json(
                 {
                     "q": {
@@ -87,7 +85,7 @@ async def test_required_means_present_and_non_empty(make_skill, skills_root):
             ),
         },
     )
-    async with yard_for(skills_root) as yard:
+    async with yard_of(skills_root) as yard:
         for empty in ("", "   ", [], {}, None):
             env = await yard.run("s", {"q": empty})
             assert env["ok"] is False and env["need_param"] == "q", empty
@@ -110,7 +108,7 @@ async def test_type_errors_name_the_field_and_do_not_run(make_skill, skills_root
             "schema.json": schema_json({"limit": {"type": "integer", "maximum": 10}}),
         },
     )
-    async with yard_for(skills_root) as yard:
+    async with yard_of(skills_root) as yard:
         env = await yard.run("s", {"limit": 50})
     assert env["ok"] is False and env["need_param"] == "limit"
     assert "50" in env["error"] and "maximum" in env["error"]
@@ -121,7 +119,7 @@ async def test_credentials_are_hidden_ignored_and_filled_from_configs(make_skill
     make_skill(
         "s",
         files={
-            "handler.py": ECHO,
+            "handler.py": INPUT_ECHO,
             "schema.json": schema_json(
                 {
                     "api_key": {"type": "string"},
@@ -135,7 +133,7 @@ async def test_credentials_are_hidden_ignored_and_filled_from_configs(make_skill
             ),
         },
     )
-    async with yard_for(skills_root) as yard:
+    async with yard_of(skills_root) as yard:
         skill = yard.skill("s")
         exposed = skill.schema.exposed
         assert set(exposed["properties"]) == {"keyword", "max_tokens", "query"}
@@ -157,7 +155,7 @@ def test_validate_lists_every_property_the_secret_rule_matched(make_skill, skill
     make_skill(
         "s",
         files={
-            "handler.py": ECHO,
+            "handler.py": INPUT_ECHO,
             "schema.json": schema_json(
                 {
                     "confirm_token": {"type": "string", "x-secret": False},
@@ -188,9 +186,9 @@ async def test_cli_commands_fan_out_and_restore(make_skill, skills_root):
             properties: {n: {type: integer}}
             required: [n]
     """,
-        files={"handler.py": ECHO},
+        files={"handler.py": INPUT_ECHO},
     )
-    async with yard_for(skills_root) as yard:
+    async with yard_of(skills_root) as yard:
         skill = yard.skill("git")
         assert set(skill.tool_names) == {"git__status", "git__log"}
         env = await yard.run("git__log", {"n": 3})
@@ -209,8 +207,8 @@ async def test_cli_commands_fan_out_and_restore(make_skill, skills_root):
 
 def test_more_than_45_subcommands_do_not_fan_out(make_skill, skills_root):
     subs = "\n".join(f"  c{i}: {{type: object}}" for i in range(46))
-    make_skill("big", frontmatter=f"name: big\ndescription: d\ncli_commands:\n{subs}", files={"handler.py": ECHO})
-    skill = yard_for(skills_root).skill("big")
+    make_skill("big", frontmatter=f"name: big\ndescription: d\ncli_commands:\n{subs}", files={"handler.py": INPUT_ECHO})
+    skill = yard_of(skills_root).skill("big")
     assert list(skill.tool_names) == ["big"]
     assert any("more than 45" in w for w in skill.warnings)
 

@@ -6,82 +6,18 @@ bound to 127.0.0.1 only."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import os
 import time
 from pathlib import Path
-from typing import Any, ClassVar
-from urllib.parse import parse_qs, urlsplit
+from typing import Any
 
 import pytest
 
-from skillyard import SkillYard, safe_write
+from skillyard import safe_write
 from support.cli import invoke
-from support.local_http import QuietHandler, serve
-from support.outputs_probes import ECHO, HTML, JSON_BODY, PNG, echo_skill, files_in, result_skill
-
-# --- a local HTTP server (127.0.0.1 only) -----------------------------------------------------------------------
-
-
-class Files(QuietHandler):
-    requests: ClassVar[list[str]] = []
-
-    def do_GET(self) -> None:
-        parts = urlsplit(self.path)
-        self.requests.append(parts.path)
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self._route(parts.path, parse_qs(parts.query))
-
-    def _route(self, path: str, query: dict[str, list[str]]) -> None:
-        head = path.strip("/").split("/")[0]
-        segments = path.strip("/").split("/")
-        if head == "img":
-            self._send(200, PNG, "image/png")
-        elif head == "page":
-            self._send(200, HTML, "text/html; charset=utf-8")
-        elif head == "json":
-            self._send(200, JSON_BODY, "application/json")
-        elif path == "/lie/html-as-png":
-            self._send(200, HTML, "image/png")
-        elif path == "/lie/json-as-jpeg":
-            self._send(200, JSON_BODY, "image/jpeg")
-        elif head == "big":
-            self._send(200, b"\0" * int(segments[1]), "application/octet-stream")
-        elif head == "bigstream":
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.end_headers()
-            for _ in range(int(segments[1]) // 65536 + 1):
-                self.wfile.write(b"\0" * 65536)
-        elif head == "truncated":
-            self.send_response(200)
-            self.send_header("Content-Type", "image/png")
-            self.send_header("Content-Length", str(len(PNG) * 10))
-            self.end_headers()
-            self.wfile.write(PNG)
-        elif head == "redirect":
-            self._send(302, b"", "text/plain", {"Location": query["to"][0]})
-        elif head == "loop":
-            self._send(302, b"", "text/plain", {"Location": "/loop/again"})
-        elif head == "status":
-            self._send(int(segments[1]), b"nope", "text/plain")
-        else:
-            self._send(404, b"no such route", "text/plain")
-
-
-@pytest.fixture(scope="module")
-def server():
-    with serve(Files) as url:
-        yield url
-
-
-@pytest.fixture
-def seen(server):
-    Files.requests.clear()
-    return Files.requests
-
+from support.outputs_probes import ECHO, PNG, echo_skill, files_in, listed, result_skill
 
 # --- helpers ----------------------------------------------------------------------------------------------------
 
@@ -541,13 +477,8 @@ async def test_offload_receipt_fields(make_skill, yard_for, db_env):
     assert env["images"] == full["images"] and env["images"][0]["ref"] == "img_1"
     assert len(json.dumps(env)) < 12_000
     # the offload file is not a user artifact
-    listed = await _listed("off-a")
-    assert [a["filename"] for a in listed] == ["cover.png"]
-
-
-async def _listed(session: str) -> list[dict[str, Any]]:
-    async with SkillYard(include_builtin=False) as yard:
-        return [a.as_dict() for a in await yard.attachments.for_session(session)]
+    attachments = await listed("off-a")
+    assert [a["filename"] for a in attachments] == ["cover.png"]
 
 
 async def test_offload_threshold_is_12000_characters(make_skill, yard_for):

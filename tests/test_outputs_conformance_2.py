@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import hashlib
 import json
 import os
 import subprocess
@@ -18,73 +17,29 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, ClassVar
-from urllib.parse import parse_qs, quote, urlsplit
+from typing import Any
+from urllib.parse import quote, urlsplit
 
 import httpcore
 import pytest
 
 from skillyard import SkillYard, safe_write
 from support.cli import invoke
-from support.local_http import QuietHandler, serve
-from support.outputs_probes import HTML, JSON_BODY, PNG, URLS, echo_skill, files_in, listed, result_skill, sid
+from support.outputs_probes import (
+    HTML,
+    JSON_BODY,
+    PNG,
+    URLS,
+    echo_skill,
+    files_in,
+    listed,
+    make_files,
+    result_skill,
+    sha,
+    sid,
+)
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "platform" / "skillyard" / "storage" / "migrations" / "versions"
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-# --- a local HTTP server (127.0.0.1 only) -----------------------------------------------------------------------
-
-
-class Files(QuietHandler):
-    requests: ClassVar[list[str]] = []
-
-    def do_GET(self) -> None:
-        parts = urlsplit(self.path)
-        self.requests.append(parts.path)
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self._route(parts.path, parse_qs(parts.query))
-
-    def _route(self, path: str, query: dict[str, list[str]]) -> None:
-        head = path.strip("/").split("/")[0]
-        if head == "img":
-            self._send(200, PNG, "image/png")
-        elif head == "page":
-            self._send(200, HTML, "text/html; charset=utf-8")
-        elif head == "json":
-            self._send(200, JSON_BODY, "application/json")
-        elif head == "cd":  # Content-Disposition given in the query, raw
-            self._send(200, PNG, "image/png", {"Content-Disposition": query["v"][0]})
-        elif head == "redirect":
-            self._send(302, b"", "text/plain", {"Location": query["to"][0]})
-        elif head == "status":
-            self._send(int(path.strip("/").split("/")[1]), b"nope", "text/plain")
-        elif head == "slow":  # 10 chunks of 64 KiB, 0.1 s apart
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(10 * 65536))
-            self.end_headers()
-            for _ in range(10):
-                self.wfile.write(b"s" * 65536)
-                self.wfile.flush()
-                time.sleep(0.1)
-        else:
-            self._send(404, b"no such route", "text/plain")
-
-
-@pytest.fixture(scope="module")
-def server():
-    with serve(Files) as url:
-        yield url
-
-
-@pytest.fixture
-def seen(server):
-    Files.requests.clear()
-    return Files.requests
 
 
 # --- skills -----------------------------------------------------------------------------------------------------
@@ -104,16 +59,6 @@ def cli_popen(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen
 # =================================================================================================================
 # Attachments in PostgreSQL: reference ids per session and type, across processes, under concurrency
 # =================================================================================================================
-
-
-def make_files(folder: Path, names: list[str]) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    out = []
-    for name in names:
-        path = folder / name
-        path.write_bytes(name.encode() * 3)
-        out.append(path)
-    return out
 
 
 async def test_refs_count_per_session_and_per_type(db_env, tmp_path, yard_for):

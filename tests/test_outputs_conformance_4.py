@@ -10,89 +10,31 @@ files, real subprocesses, a real HTTP server bound to 127.0.0.1 only."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
 import json
 import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, ClassVar
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from typing import Any
+from urllib.parse import quote, urlsplit
 
 import pytest
 
 from support.cli import invoke
-from support.local_http import QuietHandler, serve
-from support.outputs_probes import HTML, JSON_BODY, PNG, URLS, echo_skill, files_in, listed, result_skill, sid
-
-MP3 = b"ID3\x03\x00\x00\x00" + b"\xff\xfb" * 500
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-# --- a local HTTP server (127.0.0.1 only) -----------------------------------------------------------------------
-
-
-class Files(QuietHandler):
-    protocol_version = "HTTP/1.1"
-    requests: ClassVar[list[str]] = []
-
-    def do_GET(self) -> None:
-        parts = urlsplit(self.path)
-        self.requests.append(parts.path)
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self._route(parts.path, parse_qs(parts.query))
-
-    def _route(self, path: str, query: dict[str, list[str]]) -> None:
-        segments = path.strip("/").split("/")
-        head = segments[0]
-        if head in ("img", "noext"):  # noext: an image behind a URL without a file extension
-            self._send(200, PNG, "image/png")
-        elif head == "audio":
-            self._send(200, MP3, "audio/mpeg")
-        elif head == "page":
-            self._send(200, HTML, "text/html; charset=utf-8")
-        elif head == "json":
-            self._send(200, JSON_BODY, "application/json")
-        elif head == "ctype":  # /ctype/<quoted content type>/<name>: PNG bytes with that Content-Type
-            body = HTML if "html" in unquote(segments[1]).lower() else PNG
-            self._send(200, body, unquote(segments[1]))
-        elif head == "cd":  # Content-Disposition given in the query, raw
-            self._send(200, PNG, "image/png", {"Content-Disposition": query["v"][0]})
-        elif head == "redirect":
-            self._send(302, b"", "text/plain", {"Location": query["to"][0]})
-        elif head == "slowpng":  # the same image, a little late, so that concurrent fetches overlap
-            time.sleep(0.3)
-            self._send(200, PNG, "image/png")
-        elif head == "chunked-cut":  # a chunked body that stops before its last chunk
-            self.send_response(200)
-            self.send_header("Content-Type", "image/png")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(PNG), PNG))
-            self.wfile.flush()
-            self.close_connection = True
-        elif head == "hangup":  # the connection closes before any response
-            self.close_connection = True
-        else:
-            self._send(404, b"no such route", "text/plain")
-
-
-@pytest.fixture(scope="module")
-def server():
-    with serve(Files) as url:
-        yield url
-
-
-@pytest.fixture
-def seen(server):
-    Files.requests.clear()
-    return Files.requests
-
+from support.local_http import serve
+from support.outputs_probes import (
+    MP3,
+    PNG,
+    URLS,
+    echo_skill,
+    files_in,
+    listed,
+    make_files,
+    result_skill,
+    sha,
+    sid,
+)
 
 # --- skills -----------------------------------------------------------------------------------------------------
 
@@ -109,16 +51,6 @@ return json.loads(json.dumps(input.get("result", {"ok": True})).replace("{ws}", 
 
 def writer(make_skill, name: str = "writer", frontmatter: str | None = None) -> None:
     result_skill(make_skill, name, WRITE_AND_RETURN, frontmatter=frontmatter)
-
-
-def make_files(folder: Path, names: list[str]) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    out = []
-    for name in names:
-        path = folder / name
-        path.write_bytes(name.encode() * 3)
-        out.append(path)
-    return out
 
 
 # =================================================================================================================

@@ -4,6 +4,7 @@ addresses and a SkillYard over the test's skill root."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from skillyard import SkillYard
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
 HTML = b"<!DOCTYPE html><html><head><title>a page</title></head><body>hello</body></html>"
 JSON_BODY = b'{"data": [1, 2, 3], "ok": true}'
+MP3 = b"ID3\x03\x00\x00\x00" + b"\xff\xfb" * 500
 
 #: A handler that echoes its input, its workspace and its attachments.
 ECHO = """
@@ -30,6 +32,21 @@ URLS = "return dict(input['result'])"
 def sid(name: str) -> str:
     """A session id unique to this test run (the PostgreSQL of the pytest session is shared by every test)."""
     return f"probe-{name}-{uuid.uuid4().hex[:8]}"
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def make_files(folder: Path, names: list[str]) -> list[Path]:
+    """Files named ``names`` in ``folder``, each holding its own name three times."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name in names:
+        path = folder / name
+        path.write_bytes(name.encode() * 3)
+        out.append(path)
+    return out
 
 
 def files_in(folder: Path) -> list[str]:
