@@ -20,6 +20,7 @@ pytest_plugins = (  # shared fixtures of the probes (outputs_probes before file_
     "support.outputs_probes",
     "support.file_server",
     "support.plugins",
+    "support.probe_skills",
     "support.recording_channel",
 )
 

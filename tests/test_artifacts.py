@@ -6,9 +6,6 @@ import asyncio
 import json
 from pathlib import Path
 
-import pytest
-
-from skillyard import SkillYard
 from support.cli import invoke
 
 WRITER = """
@@ -18,14 +15,6 @@ async def execute(input, ctx):
     (ws / "chart.png").write_bytes(b"\\x89PNG fake")
     return {"ok": True, "local_path": str(ws / "chart.png"), "media": "image", "filename": "chart.png"}
 """
-
-
-@pytest.fixture
-def yard_for(skills_root):
-    def make(**kwargs):
-        return SkillYard(skills_dirs=[skills_root], include_builtin=False, **kwargs)
-
-    return make
 
 
 async def test_declared_artifacts_get_refs_and_are_listed(make_skill, yard_for, db_env):

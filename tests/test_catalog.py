@@ -12,15 +12,8 @@ import pytest
 from skillyard import SkillYard, SkillyardError
 from skillyard.catalog.describe import describe_entry
 from skillyard.catalog.toolnames import TOOL_NAME_RX, safe_tool_name
+from support.catalog import entries_by_name
 from support.skills import OK_HANDLER
-
-
-def entries_by_name(yard: SkillYard) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
-    for e in yard.entries:
-        d = describe_entry(e)
-        out.setdefault(d["name"], []).append(d)
-    return out
 
 
 def test_nested_categories_and_excluded_folders(make_skill, skills_root):

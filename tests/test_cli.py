@@ -32,7 +32,7 @@ def hello(make_skill):
 def test_list_json(hello, skills_root):
     result = invoke("list", "--json", "--skills-dir", str(skills_root), "--no-builtin")
     assert result.exit_code == 0, result.output
-    items = json.loads(result.output)
+    items = json.loads(result.stdout)
     assert [i["name"] for i in items] == ["hello"]
     item = items[0]
     assert item["dir"] == str(hello) and item["tool_names"] == ["hello"] and item["aliases"] == ["hi"]
@@ -47,7 +47,7 @@ def test_list_table_for_people(hello, skills_root):
 def test_show_json_hides_credentials(hello, skills_root):
     result = invoke("show", "hi", "--json", "--skills-dir", str(skills_root))
     assert result.exit_code == 0, result.output
-    info = json.loads(result.output)
+    info = json.loads(result.stdout)
     assert info["name"] == "hello" and set(info["input_schema"]["properties"]) == {"who"}
     assert info["tools"][0]["name"] == "hello" and info["secret_params"] == ["api_key"]
 

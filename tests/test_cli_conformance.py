@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 from click.testing import Result
 
+from support import EXAMPLES, REPO
 from support.cli import by_name, invoke, list_json, no_traceback, usage_error
+from support.cli_probes import BOOM, DBUSER, FANOUT, FANOUT_FM, GREET, GREET_SCHEMA, LEAKY, LEAKY_SCHEMA, LIST_FIELDS
 from support.skills import write_skill
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
 NOTES_AGENT = EXAMPLES / "agents" / "notes"
 DEMO_MESSAGE = "把标题为季度总结的笔记保存下来：收入增长 12%"
 
@@ -37,54 +37,7 @@ DEMO_MESSAGE = "把标题为季度总结的笔记保存下来：收入增长 12%
 def proc(*args: str, module: bool = False) -> subprocess.CompletedProcess[str]:
     """A real ``skillyard`` process (or ``python -m skillyard``), with this test's environment."""
     cmd = [sys.executable, "-m", "skillyard", *args] if module else ["skillyard", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=str(ROOT))
-
-
-GREET = """
-async def execute(input, ctx):
-    return {
-        "greeting": "hi " + input["who"],
-        "ws": ctx["workspace_dir"],
-        "session": ctx["session_id"],
-        "role": ctx["role_id"],
-        "actor": ctx["actor_name"],
-        "got_key": input.get("api_key"),
-    }
-"""
-GREET_SCHEMA = json.dumps(
-    {
-        "type": "object",
-        "properties": {"who": {"type": "string", "description": "who"}, "api_key": {"type": "string"}},
-        "required": ["who"],
-    }
-)
-FANOUT_FM = """
-name: notes
-description: Notes in subcommands
-cli_commands:
-  add:
-    properties: {text: {type: string, description: the note}}
-    required: [text]
-  list: {}
-"""
-FANOUT = """
-async def execute(input, ctx):
-    return {"sub": input.get("_subcommand"), "text": input.get("text")}
-"""
-BOOM = """
-async def execute(input, ctx):
-    raise ValueError("kaput")
-"""
-LEAKY = """
-async def execute(input, ctx):
-    return {"ok": False, "error": "the server refused token " + str(input.get("api_token"))}
-"""
-LEAKY_SCHEMA = json.dumps({"type": "object", "properties": {"api_token": {"type": "string"}, "q": {"type": "string"}}})
-DBUSER = """
-async def execute(input, ctx):
-    session = ctx["db"]
-    return {"has_db": session is not None}
-"""
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=str(REPO))
 
 
 @pytest.fixture
@@ -220,31 +173,6 @@ def test_verbose_logs_subprocess_stderr_lines(root):
 
 # ---------------------------------------------------------------------------------------------------------------
 # list
-
-LIST_FIELDS = {
-    "name": str,
-    "description": str,
-    "dir": str,
-    "root": str,
-    "skill_md": str,
-    "skill_type": str,
-    "exec_type": (str, type(None)),
-    "source": str,
-    "category": (str, type(None)),
-    "trigger_type": str,
-    "exposed": bool,
-    "tool_names": list,
-    "aliases": list,
-    "available": bool,
-    "needs_config": list,
-    "missing_bins": list,
-    "os_supported": bool,
-    "warnings": list,
-    "error": (str, type(None)),
-    "active": bool,
-    "shadowed": list,
-    "shadowed_by": (str, type(None)),
-}
 
 
 @pytest.mark.parametrize("field", sorted(LIST_FIELDS))
@@ -2143,7 +2071,7 @@ def test_agent_resume_works_from_another_directory(db_env, tmp_path, monkeypatch
     """A session stores its agent folder and a `script:` model path as absolute paths, so `agent resume` works from
     any working directory."""
     session = new_session()
-    monkeypatch.chdir(ROOT)
+    monkeypatch.chdir(REPO)
     relative_model = "script:examples/agents/notes/demo.yaml"
     out = invoke(
         "agent",

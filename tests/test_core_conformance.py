@@ -24,11 +24,22 @@ import pytest
 
 from skillyard import SkillYard, current_department, department_path, identity_org_id
 from skillyard.errors import SkillyardError
+from support import EXAMPLES
+from support.catalog import TOOL_RX
 from support.cli import invoke, listing, named, one, show_json
 from support.local_http import serve
-from support.skills import ECHO, OK_HANDLER, run_skill, write_raw
-
-TOOL_RX = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+from support.skills import (
+    CRED_SCHEMA,
+    ECHO,
+    FAIL,
+    NOTES_FM,
+    OK_HANDLER,
+    PROBE_CLI,
+    SCHEMA_WHO,
+    run_skill,
+    shell_skill,
+    write_raw,
+)
 
 
 def needs(binary: str) -> pytest.MarkDecorator:
@@ -892,13 +903,6 @@ async def test_skill_md_run_is_config_failure(make_skill, skills_root):
 # =========================================================================================== 6. input
 
 
-SCHEMA_WHO = {
-    "type": "object",
-    "properties": {"who": {"type": "string", "description": "Who to greet"}},
-    "required": ["who"],
-}
-
-
 def test_schema_json_beats_input_schema_constant(make_skill, skills_root):
     """Issue: '`schema.json` beats a schema constant in the handler (`INPUT_SCHEMA`)'."""
     make_skill(
@@ -1052,21 +1056,6 @@ def test_schema_not_object_is_error(make_skill, skills_root):
     assert one(listing(skills_root), "arr")["error"]
 
 
-CRED_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "q": {"type": "string"},
-        "api_key": {"type": "string"},
-        "Password": {"type": "string"},
-        "keyword": {"type": "string"},
-        "author": {"type": "string", "x-secret": False},
-        "max_tokens": {"type": "integer", "x-secret": False},
-        "plain": {"type": "string", "x-secret": True},
-    },
-    "required": ["q", "api_key"],
-}
-
-
 def test_credentials_removed_from_exposed_schema(make_skill, skills_root):
     """Issue: 'Parameters whose name contains key/token/secret/password/credential/auth (substring, case-insensitive,
     §5.2) are credentials: removed from the schema exposed to models (`skillyard show --json` prints the exposed
@@ -1100,16 +1089,6 @@ def test_validate_lists_every_matched_property(make_skill, skills_root):
     text = json.dumps(json.loads(res.stdout))
     for p in ("api_key", "Password", "keyword", "author", "max_tokens"):
         assert p in text, p
-
-
-NOTES_FM = """name: notes
-description: Notes
-cli_commands:
-  add:
-    type: object
-    properties: {text: {type: string, description: the note}}
-    required: [text]
-  list: {}"""
 
 
 def test_fan_out_tool_names_and_subschemas(make_skill, skills_root):
@@ -1395,28 +1374,6 @@ async def test_system_exit_in_process_reruns_as_cli(make_skill, skills_root):
 # =========================================================================================== 8. subprocess
 
 
-PROBE_CLI = """
-import argparse, json, os, sys
-def main():
-    p = argparse.ArgumentParser()
-    p.parse_known_args()
-    print("log line", file=sys.stderr)
-    print(json.dumps({"ok": True, "argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(), "pid":
-    os.getpid()}))
-if __name__ == "__main__":
-    main()
-"""
-
-
-@pytest.fixture
-def probe_cli(make_skill):
-    return make_skill(
-        "probe",
-        frontmatter="name: probe\ndescription: d\nexec:\n  config: probe.py\nmetadata:\n  openclaw:\n    primaryEnv: PROBE_PRIMARY\n    requires:\n      env: [PROBE_DECLARED]",  # noqa: E501 (a skill file's text)
-        files={"probe.py": PROBE_CLI},
-    )
-
-
 async def test_python_cli_runs_as_subprocess(probe_cli, skills_root, monkeypatch):
     """Issue: 'PYTHON CLI: a script with argparse and `if __name__ == "__main__"` ... runs as a subprocess'."""
     monkeypatch.setenv("PROBE_DECLARED", "d")
@@ -1550,12 +1507,6 @@ async def test_cwd_given_workspace(probe_cli, skills_root, monkeypatch, tmp_path
     ws = tmp_path / "ws_given"
     env = await run_skill(skills_root, "probe", {}, workspace_dir=str(ws))
     assert os.path.realpath(env["cwd"]) == os.path.realpath(ws)
-
-
-def shell_skill(make_skill, name: str, script: str, extra: str = "") -> Path:
-    return make_skill(
-        name, frontmatter=f"name: {name}\ndescription: d\nexec:\n  config: run.sh\n{extra}", files={"run.sh": script}
-    )
 
 
 async def test_shell_skill_runs(make_skill, skills_root):
@@ -1821,7 +1772,7 @@ def api():
         yield base
 
 
-def http_skill(make_skill, name: str, toml: str, extra: str = "", schema: dict | None = None) -> Path:
+def api_skill(make_skill, name: str, toml: str, extra: str = "", schema: dict | None = None) -> Path:
     files = {"api.toml": toml}
     if schema:
         files["schema.json"] = json.dumps(schema)
@@ -1833,7 +1784,7 @@ def http_skill(make_skill, name: str, toml: str, extra: str = "", schema: dict |
 async def test_http_get_url_encoding_query_headers_path(make_skill, skills_root, api):
     """Issue HTTP TOML: '`{field}` filled from input, URL-encoded', 'headers ... `${VAR}` from configs', 'query =
     ["limit"]', '[response] path = "data"'."""
-    http_skill(
+    api_skill(
         make_skill,
         "price",
         f"""
@@ -1862,7 +1813,7 @@ async def test_http_get_url_encoding_query_headers_path(make_skill, skills_root,
 async def test_http_header_var_from_environment(make_skill, skills_root, api, monkeypatch):
     """Issue HTTP TOML: '`${VAR}` from configs, then the environment'."""
     monkeypatch.setenv("PRICE_ENV_KEY", "env-456")
-    http_skill(
+    api_skill(
         make_skill,
         "price2",
         f"""
@@ -1878,7 +1829,7 @@ async def test_http_header_var_from_environment(make_skill, skills_root, api, mo
 
 async def test_http_post_json_body(make_skill, skills_root, api):
     """Issue HTTP TOML: 'body = "json" # json | form | none: the remaining input fields as the body'."""
-    http_skill(
+    api_skill(
         make_skill,
         "post",
         f"""
@@ -1899,7 +1850,7 @@ async def test_http_post_json_body(make_skill, skills_root, api):
 
 async def test_http_form_body(make_skill, skills_root, api):
     """Issue HTTP TOML: 'body = ... form'."""
-    http_skill(
+    api_skill(
         make_skill,
         "form",
         f"""
@@ -1917,7 +1868,7 @@ async def test_http_form_body(make_skill, skills_root, api):
 
 async def test_http_body_none(make_skill, skills_root, api):
     """Issue HTTP TOML: 'body = ... none'."""
-    http_skill(
+    api_skill(
         make_skill,
         "nob",
         f"""
@@ -1933,7 +1884,7 @@ async def test_http_body_none(make_skill, skills_root, api):
 
 async def test_http_non_2xx(make_skill, skills_root, api):
     """Issue: 'Non-2xx → failure envelope with status and a body excerpt'."""
-    http_skill(
+    api_skill(
         make_skill,
         "bad",
         f"""
@@ -1948,7 +1899,7 @@ async def test_http_non_2xx(make_skill, skills_root, api):
 
 async def test_http_non_json_body_text(make_skill, skills_root, api):
     """Issue: 'a non-JSON body is returned as text'."""
-    http_skill(
+    api_skill(
         make_skill,
         "txt",
         f"""
@@ -1968,7 +1919,7 @@ async def test_http_connection_refused(make_skill, skills_root):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    http_skill(
+    api_skill(
         make_skill,
         "down",
         f"""
@@ -1996,7 +1947,7 @@ async def test_http_secret_scrubbed_from_body_excerpt(make_skill, skills_root):
             self.wfile.write(body)
 
     with serve(Echo401) as base:
-        http_skill(
+        api_skill(
             make_skill,
             "e401",
             f"""
@@ -2013,7 +1964,7 @@ async def test_http_secret_scrubbed_from_body_excerpt(make_skill, skills_root):
 
 async def test_http_schema_credential_not_sent_from_model(make_skill, skills_root, api):
     """Issue: credential parameters: 'a value passed in the input for them is ignored'."""
-    http_skill(
+    api_skill(
         make_skill,
         "hc",
         f"""
@@ -2148,28 +2099,6 @@ async def test_in_process_secret_scrubbed_from_exception(make_skill, skills_root
 
 
 # =========================================================================================== 11. context
-
-
-@pytest.fixture
-def dump_skill(make_skill, skills_root):
-    make_skill(
-        "dump",
-        files={
-            "handler.py": """
-        import json
-        async def execute(i, ctx):
-            out = {}
-            for k, v in ctx.items():
-                try:
-                    json.dumps(v)
-                    out[k] = v
-                except TypeError:
-                    out[k] = "<" + type(v).__name__ + ">"
-            return {"ctx": out, "types": {k: type(v).__name__ for k, v in ctx.items()}}
-    """
-        },
-    )
-    return skills_root
 
 
 FIXED = {
@@ -2376,9 +2305,6 @@ def runs_made(root: Path) -> int:
     return len(p.read_text().splitlines()) if p.exists() else 0
 
 
-FAIL = {"ok": False, "error": "nope", "error_type": "transient"}
-
-
 async def test_two_consecutive_failures_ban(budget_root):
     """Issue §6.1.4: '2 consecutive failures of a skill → banned for the turn'."""
     async with SkillYard(skills_dirs=[budget_root], include_builtin=False) as yard:
@@ -2472,36 +2398,6 @@ async def test_turn_sets_chat_mode_and_session(dump_skill):
 
 
 # =========================================================================================== 13. call_skill
-
-
-CALLEE_DUMP = """
-import json
-async def execute(i, ctx):
-    out = {}
-    for k, v in ctx.items():
-        try:
-            json.dumps(v); out[k] = v
-        except TypeError:
-            out[k] = "<obj>"
-    return {"input": i, "ctx": out}
-"""
-
-
-@pytest.fixture
-def chain_root(make_skill, skills_root):
-    make_skill("callee", files={"handler.py": CALLEE_DUMP})
-    make_skill(
-        "caller",
-        files={
-            "handler.py": """
-        async def execute(i, ctx):
-            kw = i.get("kw", {})
-            r = await ctx["call_skill"](i["target"], i.get("input"), **kw)
-            return {"inner": r}
-    """
-        },
-    )
-    return skills_root
 
 
 async def test_call_skill_context_whitelist(chain_root):
@@ -3168,8 +3064,7 @@ def test_version_flag():
 
 def test_examples_quickstart_hello():
     """README: 'skillyard run hello --skills-dir examples --input '{"who": "Ada"}''."""
-    root = Path(__file__).resolve().parent.parent / "examples"
-    res = invoke("run", "hello", "--skills-dir", root, "--input", '{"who": "Ada"}')
+    res = invoke("run", "hello", "--skills-dir", EXAMPLES, "--input", '{"who": "Ada"}')
     assert res.exit_code == 0 and "Ada" in json.loads(res.stdout)["greeting"]
 
 
@@ -3228,7 +3123,7 @@ def test_validate_reports_unreadable_http_toml(make_skill):
 async def test_http_missing_placeholder_need_param(make_skill, skills_root, api):
     """docs/http-skills.md: 'A placeholder without a matching input field answers a recoverable failure with
     `need_param`.'"""
-    http_skill(
+    api_skill(
         make_skill,
         "ph",
         f"""
@@ -3243,7 +3138,7 @@ async def test_http_missing_placeholder_need_param(make_skill, skills_root, api)
 async def test_http_response_path_list_index_and_non_object(make_skill, skills_root, api):
     """docs/http-skills.md: '`data.items.0.id`: keys, and list indexes as numbers' ... 'any other value as `{"result":
     value}`'."""
-    http_skill(
+    api_skill(
         make_skill,
         "idx",
         f"""
@@ -3259,7 +3154,7 @@ async def test_http_response_path_list_index_and_non_object(make_skill, skills_r
 
 async def test_http_query_list_repeated(make_skill, skills_root, api):
     """docs/http-skills.md: 'A list value repeats the parameter (`tags=a&tags=b`)'."""
-    http_skill(
+    api_skill(
         make_skill,
         "ql",
         f"""
@@ -3274,7 +3169,7 @@ async def test_http_query_list_repeated(make_skill, skills_root, api):
 
 async def test_http_underscore_fields_never_sent(make_skill, skills_root, api):
     """docs/http-skills.md: 'Fields starting with `_` (such as `_subcommand`) are never sent.'"""
-    http_skill(
+    api_skill(
         make_skill,
         "us",
         f"""
@@ -3353,7 +3248,7 @@ async def test_http_exec_timeout_is_wall_clock(make_skill, skills_root):
             self.wfile.write(b"{}")
 
     with serve(Slow) as base:
-        http_skill(
+        api_skill(
             make_skill,
             "slowhttp",
             f"""

@@ -16,28 +16,8 @@ import pytest
 from skillyard import SkillYard, Turn, hookimpl
 from skillyard.errors import DuplicateRegistration, SkillyardError, UnknownSkill
 from support.cli import invoke
-from support.skills import ECHO, OK_HANDLER, yard_of
+from support.skills import CALLER, CTX_DUMP, FAIL, OK_HANDLER, RET, assert_failure, run_or_error, yard_of
 
-RET = "async def execute(i, c):\n    return i.get('ret', {'ok': True})\n"
-FAIL = {"ok": False, "error": "nope", "error_type": "transient"}
-CTX_DUMP = """
-import json
-async def execute(i, ctx):
-    out = {}
-    for k, v in ctx.items():
-        try:
-            json.dumps(v)
-            out[k] = v
-        except TypeError:
-            out[k] = "<" + type(v).__name__ + ">"
-    return {"ctx": out, "input": i}
-"""
-CALLER = """
-async def execute(i, ctx):
-    kw = i.get("kw", {})
-    r = await ctx["call_skill"](i["target"], i.get("input"), **kw)
-    return {"inner": r}
-"""
 WHITELIST = {
     "role_id",
     "session_id",
@@ -56,46 +36,6 @@ WHITELIST = {
     "actor_id",
     "actor_is_admin",
 }
-
-
-def assert_failure(env: Any) -> None:
-    assert isinstance(env, dict), env
-    assert env["ok"] is False and env["success"] is False, env
-    assert isinstance(env.get("error"), str | dict) and env["error"], env
-    json.dumps(env)
-
-
-async def run_or_error(coro: Any) -> Any:
-    """A bad argument must give a failure envelope or a SkillyardError, never another exception."""
-    try:
-        env = await coro
-    except SkillyardError as exc:
-        assert str(exc)
-        return exc
-    assert_failure(env)
-    return env
-
-
-@pytest.fixture
-def echo_root(make_skill, skills_root: Path) -> Path:
-    make_skill("echo", frontmatter="name: echo\ndescription: Echo\naliases: [parrot]", files={"handler.py": ECHO})
-    make_skill("ret", files={"handler.py": RET})
-    make_skill("dump", files={"handler.py": CTX_DUMP})
-    make_skill("caller", files={"handler.py": CALLER})
-    make_skill(
-        "notes",
-        frontmatter="""
-        name: notes
-        description: Notes
-        cli_commands:
-          add:
-            properties: {text: {type: string}}
-            required: [text]
-          list: {}
-        """,
-        files={"handler.py": ECHO},
-    )
-    return skills_root
 
 
 # ============================================================================ 1. SkillYard API: run arguments

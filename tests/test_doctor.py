@@ -25,7 +25,7 @@ def doctor(*args: str) -> Any:
 
 
 def by_name(result: Any) -> dict[str, dict[str, Any]]:
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     return {c["name"]: c for c in report["checks"]}
 
 
@@ -44,7 +44,7 @@ def test_doctor_all_ok_text(db_env, home):
 def test_doctor_json(db_env):
     result = doctor("--json")
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert report["status"] == "ok"
     assert [c["name"] for c in report["checks"]][:3] == ["home", "database", "skills"]
     for c in report["checks"]:
@@ -64,7 +64,7 @@ def test_doctor_fails_on_unreachable_database(monkeypatch):
     assert checks["database"]["status"] == "fail" and checks["home"]["status"] == "ok"
     role_check = checks["datatable.sql_roles"]
     assert role_check["status"] == "warn" and role_check["detail"].startswith("not checked: the database cannot")
-    assert json.loads(doctor("--json").output)["status"] == "fail"
+    assert json.loads(doctor("--json").stdout)["status"] == "fail"
 
 
 def test_doctor_fails_on_unwritable_home(db_env, tmp_path, monkeypatch):
@@ -128,7 +128,7 @@ def test_doctor_plugin_checks_that_raise_or_are_malformed_fail_by_name(db_env, p
         plugin_reg(plugin, name)
     result = doctor("--json")
     assert result.exit_code == 1, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     mine = [c for c in report["checks"] if c["plugin"] in ("raises", "malformed", "not-a-list", "fine")]
     assert [(c["plugin"], c["name"], c["status"]) for c in mine] == [
         ("raises", "raises.doctor_checks", "fail"),

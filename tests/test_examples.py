@@ -8,8 +8,7 @@ import pytest
 
 from skillyard import SkillYard
 from skillyard.catalog.validate import validate_paths
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from support import EXAMPLES
 
 
 def test_examples_pass_validate():
@@ -64,8 +63,8 @@ def test_notes_agent_demo_as_the_readme_runs_it(db_env, home):
         cli, ["agent", "run", str(agent), "--session", session, "--message", message, "--model", model, "--json"]
     )
     assert first.exit_code == 0, first.output
-    assert json.loads(first.output)["checkpoint"]["type"] == "APPROVAL"
+    assert json.loads(first.stdout)["checkpoint"]["type"] == "APPROVAL"
     done = runner.invoke(cli, ["agent", "resume", "--session", session, "--action", "CONFIRM", "--json"])
-    assert json.loads(done.output)["status"] == "DONE", done.output
+    assert json.loads(done.stdout)["status"] == "DONE", done.output
     notes = json.loads((home / "workspaces" / session / "notes" / "notes.json").read_text(encoding="utf-8"))
     assert [n["title"] for n in notes] == ["季度总结"]

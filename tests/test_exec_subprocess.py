@@ -17,7 +17,7 @@ import pytest
 from skillyard import SkillYard
 from skillyard.invoke.pipeline import _wall_clock
 from skillyard.settings import Settings
-from support.skills import run_skill
+from support.skills import inline_shell_skill, run_skill
 
 
 def needs(binary: str) -> pytest.MarkDecorator:
@@ -219,22 +219,14 @@ async def test_cwd_is_the_given_workspace(make_skill, skills_root, tmp_path):
 # --- stdout, stderr and exit codes --------------------------------------------------------------------------
 
 
-def inline(make_skill, name: str, command: str, extra: str = "") -> None:
-    make_skill(
-        name,
-        f"name: {name}\ndescription: d\n{extra}exec:\n  primary:\n    type: INLINE_SHELL\n"
-        f"    command: |\n" + "".join(f"      {line}\n" for line in command.strip().splitlines()),
-    )
-
-
 async def test_stdout_whole_json_document(make_skill, skills_root):
-    inline(make_skill, "whole", """printf '{\\n  "a": 1,\\n  "b": [1, 2]\\n}\\n'""")
+    inline_shell_skill(make_skill, "whole", """printf '{\\n  "a": 1,\\n  "b": [1, 2]\\n}\\n'""")
     env = await run_skill(skills_root, "whole")
     assert env == {"a": 1, "b": [1, 2], "ok": True, "success": True}
 
 
 async def test_stdout_last_line_json(make_skill, skills_root):
-    inline(
+    inline_shell_skill(
         make_skill,
         "lastline",
         """
@@ -248,7 +240,7 @@ echo '{"answer": 42}'
 
 
 async def test_stdout_media_path_line(make_skill, skills_root, tmp_path):
-    inline(
+    inline_shell_skill(
         make_skill,
         "chart",
         """
@@ -265,7 +257,7 @@ echo chart.png
 
 
 async def test_stdout_plain_text_and_stderr_to_the_log(make_skill, skills_root, caplog):
-    inline(
+    inline_shell_skill(
         make_skill,
         "plain",
         """
@@ -281,7 +273,7 @@ echo "second line"
 
 
 async def test_nonzero_exit_is_a_technical_failure(make_skill, skills_root):
-    inline(
+    inline_shell_skill(
         make_skill,
         "broken",
         """

@@ -7,32 +7,14 @@ check_requirements.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from skillyard import SkillYard
-from skillyard.catalog.catalog import Entry
 from skillyard.catalog.describe import describe_entry
 from skillyard.catalog.frontmatter_parser import parse_markdown
 from skillyard.catalog.requires import Requirements, check_requirements, parse_requirements
+from support.catalog import entries, fm, parse
 from support.skills import write_raw
-
-
-def parse(text: str | bytes):
-    result = parse_markdown(text)
-    json.dumps(result.meta)  # always JSON-serializable
-    return result
-
-
-def fm(body: str) -> str:
-    return f"---\n{body}\n---\nBody.\n"
-
-
-def entries(root: Path) -> dict[str, Entry]:
-    yard = SkillYard(skills_dirs=[root], include_builtin=False)
-    return {e.skill.dir.name: e for e in yard.entries}
-
 
 # ---------------------------------------------------------------------------------------------------------
 # splitting: BOM, CRLF, end of file at the fence, '---' inside values

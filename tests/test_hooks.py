@@ -383,7 +383,7 @@ def test_doctor_checks(plugin_reg, db_env):
     plugin_reg(Failing(), "acme-failing")
     failed = CliRunner().invoke(cli, ["doctor", "--json"])
     assert failed.exit_code == 1, failed.output
-    checks = {c["name"]: c for c in json.loads(failed.output)["checks"]}
+    checks = {c["name"]: c for c in json.loads(failed.stdout)["checks"]}
     assert checks["acme.disk"] == {
         "name": "acme.disk",
         "status": "fail",

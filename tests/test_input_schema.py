@@ -7,13 +7,7 @@ import json
 import pytest
 
 from skillyard.catalog.describe import describe_skill
-from support.skills import yard_of
-
-INPUT_ECHO = "async def execute(input, ctx):\n    return {'input': input}\n"
-
-
-def schema_json(props: dict, required: list[str] | None = None) -> str:
-    return json.dumps({"type": "object", "properties": props, "required": required or []})
+from support.skills import INPUT_ECHO, schema_json, yard_of
 
 
 def test_schema_json_beats_input_schema_constant(make_skill, skills_root):

@@ -19,10 +19,11 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
-from support.local_http import serve
 from skillyard.outputs import address_guard
 from skillyard.outputs.address_guard import private_address_kind
 from skillyard.outputs.materialize import materialize_urls
+from support.local_http import serve
+from support.outputs_probes import files_in
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
 PDF = b"%PDF-1.7\n" + b"0" * 3000
@@ -126,11 +127,6 @@ def ws(tmp_path: Path) -> Path:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     return workspace
-
-
-def files_in(folder: Path) -> list[str]:
-    """Every file under ``folder``, hidden temp files included."""
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 
 
 async def run(envelope: dict[str, Any], ws: Path, **options: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import pytest
 
 from skillyard import safe_write
 from support.cli import invoke
-from support.outputs_probes import ECHO, PNG, echo_skill, files_in, listed, result_skill
+from support.outputs_probes import ECHO, PNG, echo_skill, files_in, listed, result_skill, url_skill
 
 # --- helpers ----------------------------------------------------------------------------------------------------
 
@@ -577,15 +577,6 @@ async def test_display_merge_rules_and_channels(make_skill, yard_for):
 # =================================================================================================================
 # URL materialization (§6.3 step 1) through the run pipeline
 # =================================================================================================================
-
-
-URLSKILL = """
-return dict(input["result"])
-"""
-
-
-def url_skill(make_skill):
-    result_skill(make_skill, "urls", URLSKILL)
 
 
 async def test_private_addresses_refused_by_default(make_skill, yard_for, db_env, server, seen, monkeypatch):

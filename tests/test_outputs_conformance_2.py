@@ -23,13 +23,15 @@ from urllib.parse import quote, urlsplit
 import httpcore
 import pytest
 
-from skillyard import SkillYard, safe_write
-from support.cli import invoke
+from skillyard import safe_write
+from support import REPO
+from support.cli import cli_popen, invoke
 from support.outputs_probes import (
     HTML,
     JSON_BODY,
     PNG,
     URLS,
+    attach_and_close,
     echo_skill,
     files_in,
     listed,
@@ -39,21 +41,10 @@ from support.outputs_probes import (
     sid,
 )
 
-MIGRATIONS = Path(__file__).resolve().parent.parent / "platform" / "skillyard" / "storage" / "migrations" / "versions"
+MIGRATIONS = REPO / "platform" / "skillyard" / "storage" / "migrations" / "versions"
 
 
 # --- skills -----------------------------------------------------------------------------------------------------
-
-
-def cli_popen(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """A real ``skillyard`` process, for tests where several processes race on one database."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "skillyard", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
 
 
 # =================================================================================================================
@@ -360,7 +351,7 @@ def test_processes_opening_an_empty_database_at_once(fresh_database, make_skill,
 
 def test_reopening_a_migrated_database_from_a_new_process_keeps_its_rows(fresh_database, tmp_path):
     [upload] = make_files(tmp_path / "up", ["keep.png"])
-    assert asyncio.run(_attach_and_close("again", upload)) == ["img_1"]
+    assert asyncio.run(attach_and_close("again", upload)) == ["img_1"]
     # A new process: migrations are remembered once per process (storage/migrate.py), so only a fresh process
     # opens the migrated database cold.
     proc = subprocess.run(
@@ -371,11 +362,6 @@ def test_reopening_a_migrated_database_from_a_new_process_keeps_its_rows(fresh_d
     )
     assert proc.returncode == 0, proc.stderr
     assert [r["ref"] for r in json.loads(proc.stdout)] == ["img_1"]
-
-
-async def _attach_and_close(session: str, path: Path) -> list[str]:
-    async with SkillYard(include_builtin=False) as yard:
-        return [i["ref"] for i in await yard.attach(session, [path])]
 
 
 # =================================================================================================================
@@ -440,7 +426,7 @@ def test_cli_attach_one_good_one_missing_registers_nothing(db_env, cli_echo, tmp
 def test_cli_artifacts_table_and_unsafe_session(db_env, tmp_path):
     session = sid("table")
     [photo] = make_files(tmp_path / "up", ["a b.png"])
-    asyncio.run(_attach_and_close(session, photo))
+    asyncio.run(attach_and_close(session, photo))
     table = invoke("artifacts", "--session", session)
     assert table.exit_code == 0, table.stderr
     header, row = table.stdout.splitlines()

@@ -15,11 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from support import EXAMPLES
 from support.cli import invoke
 from support.outputs_probes import echo_skill, listed, result_skill, sid
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
 
 # =================================================================================================================
 # Input side: hostile paths (§3.3 + issue "a model-built path must never escape the session workspace")

@@ -24,6 +24,7 @@ import pytest
 from support.cli import invoke
 from support.local_http import serve
 from support.outputs_probes import (
+    BIG_ROWS,
     MP3,
     PNG,
     URLS,
@@ -34,25 +35,13 @@ from support.outputs_probes import (
     result_skill,
     sha,
     sid,
+    writer,
 )
 
 # --- skills -----------------------------------------------------------------------------------------------------
 
 
 # writes input["files"] ({name: text}) into the workspace, then returns input["result"] with "{ws}" filled in
-WRITE_AND_RETURN = """
-for name, text in input.get("files", {}).items():
-    target = ws / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
-return json.loads(json.dumps(input.get("result", {"ok": True})).replace("{ws}", str(ws)))
-"""
-
-
-def writer(make_skill, name: str = "writer", frontmatter: str | None = None) -> None:
-    result_skill(make_skill, name, WRITE_AND_RETURN, frontmatter=frontmatter)
-
-
 # =================================================================================================================
 # Media types and reference ids (§6.3 fields; refs per session and per type)
 # =================================================================================================================
@@ -438,8 +427,6 @@ async def test_turn_artifacts_list_a_file_rewritten_by_two_runs_once(db_env, mak
 # =================================================================================================================
 # Offload (§6.4)
 # =================================================================================================================
-
-BIG_ROWS = [{"i": n, "text": "x" * 100} for n in range(200)]
 
 
 async def test_offload_file_is_named_after_the_skill_in_the_offload_folder(db_env, make_skill, yard_for, home):

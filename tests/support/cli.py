@@ -8,6 +8,9 @@ variables for one call go in ``env``; a working directory is the test's (``monke
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -72,3 +75,14 @@ def one(items: list[dict[str, Any]], name: str) -> dict[str, Any]:
 def by_name(items: list[dict[str, Any]], name: str, active: bool = True) -> dict[str, Any]:
     """The listed folder of that name that wins (``active``) or is shadowed."""
     return next(i for i in items if i["name"] == name and i.get("active", True) is active)
+
+
+def cli_popen(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """A real ``skillyard`` process, for tests where several processes race on one database."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "skillyard", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )

@@ -92,3 +92,29 @@ def yard_for(skills_root: Path) -> Callable[..., SkillYard]:
         return SkillYard(skills_dirs=[skills_root], include_builtin=False, **kwargs)
 
     return make
+
+
+WRITE_AND_RETURN = """
+for name, text in input.get("files", {}).items():
+    target = ws / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+return json.loads(json.dumps(input.get("result", {"ok": True})).replace("{ws}", str(ws)))
+"""
+
+
+def writer(make_skill, name: str = "writer", frontmatter: str | None = None) -> None:
+    result_skill(make_skill, name, WRITE_AND_RETURN, frontmatter=frontmatter)
+
+
+BIG_ROWS = [{"i": n, "text": "x" * 100} for n in range(200)]
+
+
+def url_skill(make_skill) -> None:
+    """The skill ``urls``: its result is its input's ``result``."""
+    result_skill(make_skill, "urls", URLS)
+
+
+async def attach_and_close(session: str, path: Path) -> list[str]:
+    async with SkillYard(include_builtin=False) as yard:
+        return [i["ref"] for i in await yard.attach(session, [path])]

@@ -5,11 +5,13 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from skillyard import SkillYard
+from skillyard.errors import SkillyardError
 
 #: A handler that succeeds with nothing to say.
 OK_HANDLER = "async def execute(input, ctx):\n    return {'ok': True}\n"
@@ -58,3 +60,128 @@ async def run_skill(root: Path, name: str, input: dict[str, Any] | None = None, 
     """One run of ``name`` in a SkillYard opened over ``root`` for it; ``context`` is the run's runtime_context."""
     async with yard_of(root) as yard:
         return await yard.run(name, input or {}, context=context)
+
+
+RET = "async def execute(i, c):\n    return i.get('ret', {'ok': True})\n"
+
+
+FAIL = {"ok": False, "error": "nope", "error_type": "transient"}
+
+
+CTX_DUMP = """
+import json
+async def execute(i, ctx):
+    out = {}
+    for k, v in ctx.items():
+        try:
+            json.dumps(v)
+            out[k] = v
+        except TypeError:
+            out[k] = "<" + type(v).__name__ + ">"
+    return {"ctx": out, "input": i}
+"""
+
+
+CALLER = """
+async def execute(i, ctx):
+    kw = i.get("kw", {})
+    r = await ctx["call_skill"](i["target"], i.get("input"), **kw)
+    return {"inner": r}
+"""
+
+
+def assert_failure(env: Any) -> None:
+    assert isinstance(env, dict), env
+    assert env["ok"] is False and env["success"] is False, env
+    assert isinstance(env.get("error"), str | dict) and env["error"], env
+    json.dumps(env)
+
+
+async def run_or_error(coro: Any) -> Any:
+    """A bad argument must give a failure envelope or a SkillyardError, never another exception."""
+    try:
+        env = await coro
+    except SkillyardError as exc:
+        assert str(exc)
+        return exc
+    assert_failure(env)
+    return env
+
+
+SCHEMA_WHO = {
+    "type": "object",
+    "properties": {"who": {"type": "string", "description": "Who to greet"}},
+    "required": ["who"],
+}
+
+
+CRED_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "q": {"type": "string"},
+        "api_key": {"type": "string"},
+        "Password": {"type": "string"},
+        "keyword": {"type": "string"},
+        "author": {"type": "string", "x-secret": False},
+        "max_tokens": {"type": "integer", "x-secret": False},
+        "plain": {"type": "string", "x-secret": True},
+    },
+    "required": ["q", "api_key"],
+}
+
+
+NOTES_FM = """name: notes
+description: Notes
+cli_commands:
+  add:
+    type: object
+    properties: {text: {type: string, description: the note}}
+    required: [text]
+  list: {}"""
+
+
+PROBE_CLI = """
+import argparse, json, os, sys
+def main():
+    p = argparse.ArgumentParser()
+    p.parse_known_args()
+    print("log line", file=sys.stderr)
+    print(json.dumps({"ok": True, "argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(), "pid":
+    os.getpid()}))
+if __name__ == "__main__":
+    main()
+"""
+
+
+def shell_skill(make_skill, name: str, script: str, extra: str = "") -> Path:
+    return make_skill(
+        name, frontmatter=f"name: {name}\ndescription: d\nexec:\n  config: run.sh\n{extra}", files={"run.sh": script}
+    )
+
+
+CALLEE_DUMP = """
+import json
+async def execute(i, ctx):
+    out = {}
+    for k, v in ctx.items():
+        try:
+            json.dumps(v); out[k] = v
+        except TypeError:
+            out[k] = "<obj>"
+    return {"input": i, "ctx": out}
+"""
+
+
+INPUT_ECHO = "async def execute(input, ctx):\n    return {'input': input}\n"
+
+
+def schema_json(props: dict, required: list[str] | None = None) -> str:
+    return json.dumps({"type": "object", "properties": props, "required": required or []})
+
+
+def inline_shell_skill(make_skill, name: str, command: str, extra: str = "") -> None:
+    make_skill(
+        name,
+        f"name: {name}\ndescription: d\n{extra}exec:\n  primary:\n    type: INLINE_SHELL\n"
+        f"    command: |\n" + "".join(f"      {line}\n" for line in command.strip().splitlines()),
+    )
