@@ -5,26 +5,31 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
 from click.testing import CliRunner
 
 from skillyard import SkillYard, hookimpl, hookspecs
-from skillyard.errors import DuplicateRegistration
+from skillyard.errors import DuplicateRegistration, SkillyardError
 from skillyard.plugins import pm
+from support.skills import FAIL, OK_HANDLER, run_skill, yard_of
+
+
+class EchoExecutor:
+    async def run(self, skill, input, ctx, *, yard):
+        return {"echoed": input, "by": "ECHO"}
+
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
 
 
 def hook_names() -> list[str]:
     return [n for n in dir(hookspecs) if getattr(getattr(hookspecs, n), "skillyard_spec", None) is not None]
-
-
-class EchoExecutor:
-    async def run(self, skill, input, ctx, *, yard):
-        return {"echoed": input, "by": "ECHO"}
 
 
 async def test_register_exec_types(plugin_reg, make_skill, skills_root):
@@ -259,7 +264,6 @@ def test_register_commands(plugin_reg):
 
 def test_register_commands_lazy_form(plugin_reg, tmp_path, monkeypatch):
     """A plugin may add a command by name and import path: --help lists it without importing its module."""
-    import sys
 
     from skillyard.cli import cli
 
@@ -311,7 +315,6 @@ def test_a_lazy_command_that_does_not_load_names_the_plugin(plugin_reg):
 
 def test_help_lists_every_command_without_the_host_stacks():
     """``skillyard --help`` imports no command module and none of the database, HTTP or schema stacks."""
-    import subprocess
     import sys
 
     code = (
@@ -328,7 +331,6 @@ def test_help_lists_every_command_without_the_host_stacks():
 
 def test_load_plugins_allow_list(monkeypatch, tmp_path):
     """SKILLYARD_LOAD_PLUGINS restricts entry-point plugins; empty loads none (checked in a fresh process)."""
-    import subprocess
     import sys
 
     code = (
@@ -391,3 +393,579 @@ def test_doctor_checks(plugin_reg, db_env):
         "fix": "free some space",
         "plugin": "acme-failing",
     }
+
+
+async def test_plugin_exec_type(make_skill, skills_root, plugin_reg):
+    """Issue: 'registering exec types (each executor is a plugin)'; hooks.md example 'register("echo",
+    EchoExecutor())'."""
+    from skillyard import hookimpl
+
+    class EchoExecutor:
+        async def run(self, skill, input, ctx, *, yard):
+            return {"echoed": input, "skill_name": skill.name}
+
+    class P:
+        @hookimpl
+        def register_exec_types(self, register):
+            register("echo_probe", EchoExecutor())
+
+    plugin_reg(P(), "probe-echo")
+    make_skill("ech", frontmatter="name: ech\ndescription: d\nexec:\n  primary:\n    type: echo_probe")
+    env = await run_skill(skills_root, "ech", {"a": 1})
+    assert env["ok"] is True and env["echoed"] == {"a": 1} and env["skill_name"] == "ech"
+
+
+async def test_plugin_exec_type_timeout_and_exception(make_skill, skills_root, plugin_reg):
+    """hooks.md: 'the host normalizes it into an envelope, turns exceptions into failure envelopes and stops the call at
+    the skill's wall clock'."""
+    from skillyard import hookimpl
+
+    class Slow:
+        async def run(self, skill, input, ctx, *, yard):
+            if input.get("raise"):
+                raise ConnectionRefusedError("plugin down")
+            await asyncio.sleep(30)
+
+    class P:
+        @hookimpl
+        def register_exec_types(self, register):
+            register("slow_probe", Slow())
+
+    plugin_reg(P(), "probe-slow")
+    make_skill(
+        "slowp", frontmatter="name: slowp\ndescription: d\nexec:\n  primary:\n    type: slow_probe\n  timeout: 1"
+    )
+    env = await run_skill(skills_root, "slowp", {})
+    assert env["timed_out"] is True and env["ok"] is False
+    env2 = await run_skill(skills_root, "slowp", {"raise": True})
+    assert env2["exception_type"] == "ConnectionRefusedError"
+
+
+async def test_async_extra_context_hook(dump_skill, plugin_reg):
+    """Issue: 'extra runtime_context keys ... Async hook implementations must work (await what a hook returns when it is
+    awaitable).'
+    hooks.md: 'Keys the context already has are never overwritten.'"""
+    from skillyard import hookimpl
+
+    class P:
+        @hookimpl
+        async def extra_context(self, skill, context):
+            return {"tenant": "acme-" + skill.name, "channel": "hijacked", "_private": 1}
+
+    plugin_reg(P(), "probe-ctx")
+    ctx = (await run_skill(dump_skill, "dump", channel="web"))["ctx"]
+    assert ctx["tenant"] == "acme-dump" and ctx["channel"] == "web"
+
+
+async def test_extra_context_callable_and_not_in_subprocess_private(probe_cli, skills_root, plugin_reg, monkeypatch):
+    """hooks.md: 'a dict, a callable returning one, an awaitable ... Keys starting with `_` stay in-process'."""
+    from skillyard import hookimpl
+
+    class P:
+        @hookimpl
+        def extra_context(self, skill, context):
+            return lambda: {"plug_value": "pv", "_plug_private": "hidden"}
+
+    plugin_reg(P(), "probe-ctx2")
+    monkeypatch.setenv("PROBE_DECLARED", "x")
+    env = await run_skill(skills_root, "probe")
+    ctx = json.loads(env["env"]["SKILL_CONTEXT"])
+    assert ctx["plug_value"] == "pv" and "_plug_private" not in ctx
+
+
+async def test_result_processor_runs_on_top_level_not_call_skill(chain_root, plugin_reg):
+    """Issue: 'result post-processors'; 'No post-processing on call_skill results.'"""
+    from skillyard import hookimpl
+
+    async def stamp(envelope, run):
+        return {**envelope, "stamped": True}
+
+    class P:
+        @hookimpl
+        def register_result_processors(self, register):
+            register(987, "probe-stamp", stamp)
+
+    plugin_reg(P(), "probe-proc")
+    env = await run_skill(chain_root, "caller", {"target": "callee"})
+    assert env["stamped"] is True and "stamped" not in env["inner"]
+
+
+async def test_startup_shutdown_async_hooks(skills_root, plugin_reg):
+    """hooks.md: 'startup(yard) Called once when a `SkillYard` is opened ... May return an awaitable or a callable.'"""
+    from skillyard import hookimpl
+
+    calls: list[str] = []
+
+    class P:
+        @hookimpl
+        async def startup(self, yard):
+            calls.append("start")
+
+        @hookimpl
+        def shutdown(self, yard):
+            async def stop():
+                calls.append("stop")
+
+            return stop()
+
+    plugin_reg(P(), "probe-life")
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False):
+        assert calls == ["start"]
+    assert calls == ["start", "stop"]
+
+
+async def test_startup_and_shutdown_once_per_open_close(echo_root, plugin_reg):
+    """hooks.md: 'startup(yard) Called once when a `SkillYard` is opened'; 'shutdown(yard) Called once when an opened
+    `SkillYard` is closed'."""
+    calls: list[str] = []
+
+    class P:
+        @hookimpl
+        def startup(self, yard):
+            calls.append("start")
+
+        @hookimpl
+        def shutdown(self, yard):
+            calls.append("stop")
+
+    plugin_reg(P(), "probe2-life")
+    yard = yard_of(echo_root)
+    await yard.open()
+    await yard.close()
+    await yard.close()
+    assert calls == ["start", "stop"]
+
+
+async def test_shutdown_not_called_for_never_opened(echo_root, plugin_reg):
+    """hooks.md: 'shutdown(yard) Called once when an opened `SkillYard` is closed'."""
+    calls: list[str] = []
+
+    class P:
+        @hookimpl
+        def shutdown(self, yard):
+            calls.append("stop")
+
+    plugin_reg(P(), "probe2-noopen")
+    yard = yard_of(echo_root)
+    await yard.close()
+    assert calls == []
+
+
+async def test_startup_callable_is_called(echo_root, plugin_reg):
+    """hooks.md: 'May return an awaitable or a callable' and the `warm` example returning an async function."""
+    seen: list[str] = []
+
+    class P:
+        @hookimpl
+        def startup(self, yard):
+            async def warm():
+                yard.probe_client = "client"
+                seen.append("warm")
+
+            return warm
+
+    plugin_reg(P(), "probe2-warm")
+    async with yard_of(echo_root) as yard:
+        assert seen == ["warm"] and yard.probe_client == "client"
+
+
+async def test_shutdown_returning_none_ok(echo_root, plugin_reg):
+    """hooks.md shutdown example: `return client.aclose() if client else None`."""
+
+    class P:
+        @hookimpl
+        def shutdown(self, yard):
+            return None
+
+    plugin_reg(P(), "probe2-none")
+    async with yard_of(echo_root) as yard:
+        env = await yard.run("echo", {})
+    assert env["ok"] is True
+
+
+async def test_exec_type_name_case_insensitive(make_skill, skills_root, plugin_reg):
+    """hooks.md: '`name` is stored upper-cased and is what skills declare in `exec.primary.type`'."""
+
+    class Ex:
+        async def run(self, skill, input, ctx, *, yard):
+            return {"by": "probe"}
+
+    class P:
+        @hookimpl
+        def register_exec_types(self, register):
+            register("probe_Mixed", Ex())
+
+    plugin_reg(P(), "probe2-exec")
+    make_skill("mx", frontmatter="name: mx\ndescription: m\nexec:\n  primary: {type: Probe_MIXED}")
+    async with yard_of(skills_root) as yard:
+        env = await yard.run("mx", {})
+    assert env["ok"] is True and env["by"] == "probe"
+
+
+@pytest.mark.parametrize(("ret", "expected"), [(None, {}), ("text", {"result": "text"}), ([1, 2], {"result": [1, 2]})])
+async def test_executor_return_values_normalized(make_skill, skills_root, plugin_reg, ret, expected):
+    """hooks.md: 'Return anything: the host normalizes it into an envelope'; issue: 'non-dict results wrapped as
+    `{"result": …}`'."""
+
+    class Ex:
+        async def run(self, skill, input, ctx, *, yard):
+            return ret
+
+    class P:
+        @hookimpl
+        def register_exec_types(self, register):
+            register("PROBE_RET", Ex())
+
+    plugin_reg(P(), "probe2-ret")
+    make_skill("rv", frontmatter="name: rv\ndescription: r\nexec:\n  primary: {type: PROBE_RET}")
+    async with yard_of(skills_root) as yard:
+        env = await yard.run("rv", {})
+    assert env["ok"] is True
+    for k, v in expected.items():
+        assert env[k] == v
+
+
+async def test_executor_gets_validated_input_and_context(make_skill, skills_root, plugin_reg):
+    """hooks.md: '`input` the validated input, `ctx` the `runtime_context`'; credential parameters are 'removed from
+    the caller's input, and filled in from the role's configs'."""
+    seen: dict[str, Any] = {}
+
+    class Ex:
+        async def run(self, skill, input, ctx, *, yard):
+            seen.update(input=dict(input), ctx_keys=set(ctx), yard=yard, skill=skill.name)
+            return {"ok": True}
+
+    class P:
+        @hookimpl
+        def register_exec_types(self, register):
+            register("PROBE_SEE", Ex())
+
+    plugin_reg(P(), "probe2-see")
+    make_skill(
+        "see",
+        frontmatter="name: see\ndescription: s\nexec:\n  primary: {type: PROBE_SEE}",
+        files={
+            "schema.json": json.dumps(
+                {"type": "object", "properties": {"q": {"type": "string"}, "api_token": {"type": "string"}}}
+            )
+        },
+    )
+    async with yard_of(skills_root) as yard:
+        await yard.run("see", {"q": "x", "api_token": "FROM-MODEL"}, context={"skill_configs": {"api_token": "CFG"}})
+        assert seen["yard"] is yard
+    assert seen["input"].get("q") == "x" and seen["input"].get("api_token") in (None, "CFG")
+    assert {"role_id", "session_id", "workspace_dir", "actor_name"} <= seen["ctx_keys"]
+
+
+async def test_executor_registered_as_sync_hook_impl_module(make_skill, skills_root, plugin_reg):
+    """hooks.md: plugins are 'a module (or object) with functions decorated with `skillyard.hookimpl`'."""
+    import types
+
+    mod = types.ModuleType("probe2_mod_plugin")
+
+    class Ex:
+        async def run(self, skill, input, ctx, *, yard):
+            return {"mod": True}
+
+    @hookimpl
+    def register_exec_types(register):
+        register("PROBE_MOD", Ex())
+
+    mod.register_exec_types = register_exec_types  # type: ignore[attr-defined]
+    plugin_reg(mod, "probe2-mod")
+    make_skill("md", frontmatter="name: md\ndescription: m\nexec:\n  primary: {type: PROBE_MOD}")
+    async with yard_of(skills_root) as yard:
+        env = await yard.run("md", {})
+    assert env["mod"] is True
+
+
+async def test_result_processors_ascending_order_sync_and_async(echo_root, plugin_reg):
+    """hooks.md: '`processor(envelope, run)` may be sync or async'; 'Processors run in ascending `order`'."""
+    trail: list[str] = []
+
+    def late(envelope, run):
+        trail.append("late")
+        return {**envelope, "late": True}
+
+    async def early(envelope, run):
+        trail.append("early")
+        return {**envelope, "early": run.skill.name, "depth": run.depth}
+
+    class P:
+        @hookimpl
+        def register_result_processors(self, register):
+            register(9901, "probe-late", late)
+            register(9801, "probe-early", early)
+
+    plugin_reg(P(), "probe2-proc")
+    async with yard_of(echo_root) as yard:
+        env = await yard.run("echo", {})
+    assert trail == ["early", "late"] and env["late"] is True and env["early"] == "echo" and env["depth"] == 0
+
+
+async def test_result_processor_not_run_on_refused_runs(echo_root, plugin_reg):
+    """hooks.md: 'Processors run ... on runs that actually executed (not on runs refused by gating, input validation
+    or the failure budget)'."""
+    trail: list[str] = []
+
+    def proc(envelope, run):
+        trail.append(run.skill.name)
+        return envelope
+
+    class P:
+        @hookimpl
+        def register_result_processors(self, register):
+            register(9902, "probe-refused", proc)
+
+    plugin_reg(P(), "probe2-refused")
+    async with yard_of(echo_root) as yard:
+        await yard.run("notes__add", {})
+        turn = yard.new_turn(session_id="pr")
+        await yard.run("ret", {"ret": FAIL, "n": 1}, turn=turn)
+        await yard.run("ret", {"ret": FAIL, "n": 2}, turn=turn)
+        await yard.run("ret", {"n": 3}, turn=turn)
+    assert trail == ["ret", "ret"]
+
+
+async def test_result_processor_run_object_fields(echo_root, plugin_reg):
+    """hooks.md: '`run` is a `skillyard.invoke.pipeline.Run` with `skill`, `subcommand`, `input`, `context`, `turn`,
+    `depth` and `started` (epoch seconds)'."""
+    seen: dict[str, Any] = {}
+
+    def proc(envelope, run):
+        seen.update(
+            skill=run.skill.name,
+            sub=run.subcommand,
+            input=dict(run.input),
+            ctx=run.context["session_id"],
+            turn=run.turn,
+            depth=run.depth,
+            started=run.started,
+        )
+        return envelope
+
+    class P:
+        @hookimpl
+        def register_result_processors(self, register):
+            register(9903, "probe-fields", proc)
+
+    plugin_reg(P(), "probe2-fields")
+    async with yard_of(echo_root) as yard:
+        turn = yard.new_turn(session_id="rf")
+        await yard.run("notes__add", {"text": "hi"}, turn=turn)
+    assert seen["skill"] == "notes" and seen["sub"] == "add" and seen["input"]["text"] == "hi"
+    assert seen["ctx"] == "rf" and seen["turn"] is turn and seen["depth"] == 0
+    assert isinstance(seen["started"], float) and seen["started"] > 1e9
+
+
+async def test_result_processor_raising_is_not_a_traceback(echo_root, plugin_reg):
+    """README: '`yard.run` ... always returns an envelope ... a skill's failures never raise' — a faulty processor
+    plugin must not turn a run into an uncaught exception."""
+
+    def bad(envelope, run):
+        raise RuntimeError("processor broke")
+
+    class P:
+        @hookimpl
+        def register_result_processors(self, register):
+            register(9904, "probe-bad", bad)
+
+    plugin_reg(P(), "probe2-badproc")
+    async with yard_of(echo_root) as yard:
+        try:
+            env = await yard.run("echo", {})
+        except SkillyardError:
+            return
+    assert isinstance(env, dict) and "ok" in env
+
+
+async def test_extra_context_sync_dict_and_no_overwrite(echo_root, plugin_reg):
+    """hooks.md: 'Returns extra `runtime_context` keys ...: a dict ... Keys the context already has are never
+    overwritten.'"""
+
+    class P:
+        @hookimpl
+        def extra_context(self, skill, context):
+            return {"tenant": "acme", "org_id": "EVIL", "channel": "EVIL", "actor_name": "EVIL"}
+
+    plugin_reg(P(), "probe2-ec")
+    async with yard_of(echo_root) as yard:
+        ctx = (await yard.run("dump", {}, context={"org_id": "o1", "channel": "web"}))["ctx"]
+    assert ctx["tenant"] == "acme" and ctx["org_id"] == "o1" and ctx["channel"] == "web"
+    assert ctx["actor_name"] == ""
+
+
+async def test_extra_context_none_and_callable(echo_root, plugin_reg):
+    """hooks.md: 'a dict, a callable returning one, an awaitable, or `None`'."""
+
+    class A:
+        @hookimpl
+        def extra_context(self, skill, context):
+            return None
+
+    class B:
+        @hookimpl
+        def extra_context(self, skill, context):
+            return lambda: {"from_callable": skill.name}
+
+    plugin_reg(A(), "probe2-ecn")
+    plugin_reg(B(), "probe2-ecc")
+    async with yard_of(echo_root) as yard:
+        ctx = (await yard.run("dump", {}))["ctx"]
+    assert ctx["from_callable"] == "dump"
+
+
+async def test_extra_context_async_def_impl(echo_root, plugin_reg):
+    """Issue: 'Async hook implementations must work (await what a hook returns when it is awaitable).'"""
+
+    class P:
+        @hookimpl
+        async def extra_context(self, skill, context):
+            await asyncio.sleep(0)
+            return {"async_key": context["session_id"] or "none"}
+
+    plugin_reg(P(), "probe2-eca")
+    async with yard_of(echo_root) as yard:
+        ctx = (await yard.run("dump", {}, context={"session_id": "aa"}))["ctx"]
+    assert ctx["async_key"] == "aa"
+
+
+async def test_extra_context_for_call_skill_runs(echo_root, plugin_reg):
+    """hooks.md: 'Called for every run, `call_skill` runs included'."""
+    names: list[str] = []
+
+    class P:
+        @hookimpl
+        def extra_context(self, skill, context):
+            names.append(skill.name)
+            return {"hooked": True}
+
+    plugin_reg(P(), "probe2-eccs")
+    async with yard_of(echo_root) as yard:
+        env = await yard.run("caller", {"target": "dump", "input": {}})
+    assert names == ["caller", "dump"] and env["inner"]["ctx"]["hooked"] is True
+
+
+async def test_extra_context_sees_configs(echo_root, plugin_reg):
+    """hooks.md: 'Called ... after the platform fields and configs are in place.'"""
+    seen: dict[str, Any] = {}
+
+    class P:
+        @hookimpl
+        def extra_context(self, skill, context):
+            seen["units"] = context.get("units")
+            seen["role"] = context.get("role_id")
+            return None
+
+    plugin_reg(P(), "probe2-eccfg")
+    async with yard_of(echo_root) as yard:
+        await yard.run("dump", {}, context={"role_id": "r9", "skill_configs": {"units": "metric"}})
+    assert seen == {"units": "metric", "role": "r9"}
+
+
+async def test_extra_context_raising_gives_envelope(echo_root, plugin_reg):
+    """README: '`yard.run` ... always returns an envelope'. A raising extra_context hook must not escape as a bare
+    exception."""
+
+    class P:
+        @hookimpl
+        def extra_context(self, skill, context):
+            raise RuntimeError("hook broke")
+
+    plugin_reg(P(), "probe2-ecr")
+    async with yard_of(echo_root) as yard:
+        try:
+            env = await yard.run("echo", {})
+        except SkillyardError:
+            return
+    assert isinstance(env, dict) and "ok" in env
+
+
+async def test_extra_context_non_json_value_subprocess_ok(make_skill, skills_root, plugin_reg):
+    """hooks.md: 'values that are not JSON-serializable are also left out of `SKILL_CONTEXT`'."""
+    make_skill(
+        "sub_ctx",
+        frontmatter="name: sub_ctx\ndescription: s\nexec:\n  config: run.sh",
+        files={"run.sh": 'printf "%s" "$SKILL_CONTEXT"\n'},
+    )
+
+    class P:
+        @hookimpl
+        def extra_context(self, skill, context):
+            return {"opaque": object(), "plain": "P1", "_private": "HIDDEN"}
+
+    plugin_reg(P(), "probe2-ecsub")
+    async with yard_of(skills_root) as yard:
+        env = await yard.run("sub_ctx", {})
+    assert env["ok"] is True, env
+    assert env["plain"] == "P1" and "opaque" not in env and "_private" not in env
+
+
+async def test_skill_roots_none_missing_and_source(make_skill, tmp_path, skills_root, plugin_reg):
+    """hooks.md: 'Returns a list of extra folders ..., or `None`'; 'Folders that do not exist are ignored'; 'their
+    skills get `source: plugin` unless they declare one'."""
+    proot = tmp_path / "proot"
+    make_skill("plugged", files={"handler.py": OK_HANDLER}, root=proot)
+
+    class A:
+        @hookimpl
+        def skill_roots(self, yard):
+            return None
+
+    class B:
+        @hookimpl
+        def skill_roots(self, yard):
+            return [str(tmp_path / "nope"), str(proot)]
+
+    plugin_reg(A(), "probe2-sra")
+    plugin_reg(B(), "probe2-srb")
+    async with yard_of(skills_root) as yard:
+        env = await yard.run("plugged", {})
+        skill = yard.skill("plugged")
+    assert env["ok"] is True and skill.source == "plugin"
+
+
+async def test_skill_roots_accept_path_objects(make_skill, tmp_path, skills_root, plugin_reg):
+    """hooks.md example returns `str(Path(...))`; a plugin returning a `Path` must not crash the host."""
+    proot = tmp_path / "proot2"
+    make_skill("plugged2", files={"handler.py": OK_HANDLER}, root=proot)
+
+    class P:
+        @hookimpl
+        def skill_roots(self, yard):
+            return [proot]
+
+    plugin_reg(P(), "probe2-srp")
+    try:
+        yard = yard_of(skills_root)
+    except SkillyardError:
+        return
+    async with yard:
+        env = await yard.run("plugged2", {})
+    assert env["ok"] is True
+
+
+def test_register_commands_plugin_command(plugin_reg, capsys):
+    """hooks.md: 'Adds commands to the `skillyard` CLI. `cli` is the root `click.Group`; called before click parses the
+    command line.'"""
+    import click
+
+    class P:
+        @hookimpl
+        def register_commands(self, cli):
+            @cli.command(name="probe2-hello")
+            @click.argument("who", default="world")
+            def hello(who):
+                click.echo(f"hello {who}")
+
+    plugin_reg(P(), "probe2-cmd")
+    from skillyard.cli import cli, main
+
+    try:
+        with pytest.raises(SystemExit) as info, pytest.MonkeyPatch.context() as mp:
+            mp.setattr("sys.argv", ["skillyard", "probe2-hello", "Ada"])
+            main()
+        assert info.value.code in (0, None)
+    finally:
+        cli.commands.pop("probe2-hello", None)
+    assert "hello Ada" in capsys.readouterr().out
