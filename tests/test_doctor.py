@@ -1,5 +1,4 @@
-"""``skillyard doctor``'s checks (doctor.py): home, database (real PostgreSQL), skills, plugin checks and the
-datatable role check."""
+"""``skillyard doctor``: home, database (real PostgreSQL), skills, plugin checks and the datatable role check."""
 
 from __future__ import annotations
 
@@ -18,56 +17,16 @@ from skillyard import hookimpl
 from support.cli import invoke
 from support.datatable import asyncpg_dsn
 
+UNREACHABLE = "postgresql://nobody@127.0.0.1:1/nothing"
+
 
 def doctor(*args: str) -> Any:
     return invoke("doctor", *args)
 
 
-UNREACHABLE = "postgresql://nobody@127.0.0.1:1/nothing"
-
-
 def by_name(result: Any) -> dict[str, dict[str, Any]]:
     report = json.loads(result.stdout)
     return {c["name"]: c for c in report["checks"]}
-
-
-@pytest.fixture
-def plain_user_url(database_url: str) -> Iterator[str]:
-    """A LOGIN user without CREATEROLE or superuser, owning a database of its own (so migrations can run)."""
-    name = f"doctor_{uuid.uuid4().hex[:10]}"
-    password = uuid.uuid4().hex
-    admin_dsn = asyncpg_dsn(database_url)
-    url = make_url(database_url).set(username=name, password=password, database=name)
-
-    async def setup() -> bool:
-        admin = await asyncpg.connect(admin_dsn)
-        try:
-            await admin.execute(f"CREATE ROLE {name} LOGIN NOSUPERUSER NOCREATEROLE PASSWORD '{password}'")
-            await admin.execute(f"CREATE DATABASE {name} OWNER {name}")
-        finally:
-            await admin.close()
-        try:
-            probe = await asyncpg.connect(asyncpg_dsn(url.render_as_string(hide_password=False)))
-        except (OSError, asyncpg.PostgresError):
-            return False
-        await probe.close()
-        return True
-
-    async def teardown() -> None:
-        admin = await asyncpg.connect(admin_dsn)
-        try:
-            await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-            await admin.execute(f"DROP ROLE IF EXISTS {name}")
-        finally:
-            await admin.close()
-
-    reachable = asyncio.run(setup())
-    try:
-        if not reachable:
-            pytest.skip("the server does not let a freshly created role log in (pg_hba.conf)")
-        yield url.render_as_string(hide_password=False)
-    finally:
-        asyncio.run(teardown())
 
 
 def test_doctor_all_ok_text(db_env, home):
@@ -184,6 +143,10 @@ def test_doctor_plugin_checks_that_raise_or_are_malformed_fail_by_name(db_env, p
     assert any(c["name"] == "datatable.sql_roles" and c["status"] == "ok" for c in report["checks"])
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# The datatable plugin's check: may the database user create the per-organisation SQL roles?
+
+
 async def test_sql_role_check_ok_and_warn_under_set_role(conn):
     assert (await sql_role_check(conn))["status"] == "ok"  # the test server's user is a superuser
     role = f"doctor_plain_{uuid.uuid4().hex[:8]}"
@@ -197,6 +160,45 @@ async def test_sql_role_check_ok_and_warn_under_set_role(conn):
     assert warned["name"] == "datatable.sql_roles" and warned["status"] == "warn"
     assert CREATEROLE_WARNING in warned["detail"] and role in warned["detail"]
     assert warned["fix"] == f"as a superuser: ALTER ROLE {role} CREATEROLE; or connect as a user that has it"
+
+
+@pytest.fixture
+def plain_user_url(database_url: str) -> Iterator[str]:
+    """A LOGIN user without CREATEROLE or superuser, owning a database of its own (so migrations can run)."""
+    name = f"doctor_{uuid.uuid4().hex[:10]}"
+    password = uuid.uuid4().hex
+    admin_dsn = asyncpg_dsn(database_url)
+    url = make_url(database_url).set(username=name, password=password, database=name)
+
+    async def setup() -> bool:
+        admin = await asyncpg.connect(admin_dsn)
+        try:
+            await admin.execute(f"CREATE ROLE {name} LOGIN NOSUPERUSER NOCREATEROLE PASSWORD '{password}'")
+            await admin.execute(f"CREATE DATABASE {name} OWNER {name}")
+        finally:
+            await admin.close()
+        try:
+            probe = await asyncpg.connect(asyncpg_dsn(url.render_as_string(hide_password=False)))
+        except (OSError, asyncpg.PostgresError):
+            return False
+        await probe.close()
+        return True
+
+    async def teardown() -> None:
+        admin = await asyncpg.connect(admin_dsn)
+        try:
+            await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            await admin.execute(f"DROP ROLE IF EXISTS {name}")
+        finally:
+            await admin.close()
+
+    reachable = asyncio.run(setup())
+    try:
+        if not reachable:
+            pytest.skip("the server does not let a freshly created role log in (pg_hba.conf)")
+        yield url.render_as_string(hide_password=False)
+    finally:
+        asyncio.run(teardown())
 
 
 def test_doctor_warns_when_the_database_user_lacks_createrole(plain_user_url, monkeypatch):

@@ -19,17 +19,16 @@ from skillyard.errors import DuplicateRegistration, SkillyardError
 from skillyard.plugins import pm
 from support.skills import FAIL, OK_HANDLER, run_skill, yard_of
 
-
-class EchoExecutor:
-    async def run(self, skill, input, ctx, *, yard):
-        return {"echoed": input, "by": "ECHO"}
-
-
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
 
 
 def hook_names() -> list[str]:
     return [n for n in dir(hookspecs) if getattr(getattr(hookspecs, n), "skillyard_spec", None) is not None]
+
+
+class EchoExecutor:
+    async def run(self, skill, input, ctx, *, yard):
+        return {"echoed": input, "by": "ECHO"}
 
 
 async def test_register_exec_types(plugin_reg, make_skill, skills_root):

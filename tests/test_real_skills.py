@@ -27,9 +27,13 @@ from skillyard.catalog.frontmatter_parser import normalize_text
 from skillyard.catalog.requires import parse_requirements
 from support import corpus
 
-SKIP = {".git", "node_modules", "__pycache__", ".venv", "venv", "site-packages"}
+pytestmark = [pytest.mark.network, pytest.mark.slow]
 
+SKIP = {".git", "node_modules", "__pycache__", ".venv", "venv", "site-packages"}
 MAX_DEPTH = 6
+#: Files that are genuinely broken, with the explicit error they must produce (relative to the corpus).
+KNOWN_BROKEN: dict[str, str] = {}
+_OS = {"macos": "darwin", "mac": "darwin", "osx": "darwin", "windows": "win32", "win": "win32"}
 
 
 @pytest.fixture(scope="module", params=sorted(corpus.CORPORA))
@@ -68,88 +72,6 @@ def nested_in_another_skill(folders: set[Path]) -> set[Path]:
 
 def rel(found: corpus.Corpus, path: str | Path) -> str:
     return Path(path).resolve().relative_to(found.path.resolve()).as_posix()
-
-
-#: Files that are genuinely broken, with the explicit error they must produce (relative to the corpus).
-KNOWN_BROKEN: dict[str, str] = {}
-
-
-def _reference_frontmatter(path: Path) -> dict[str, Any] | None:
-    """Plain PyYAML over the text between the fences, made JSON-shaped; None when it cannot read the file."""
-    text = normalize_text(path.read_bytes())
-    if not text.startswith("---\n"):
-        return None
-    end = text.find("\n---", 3)
-    if end < 0:
-        return None
-    try:
-        data = yaml.safe_load(text[4 : end + 1])
-    except yaml.YAMLError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    return json.loads(json.dumps(data, default=str))
-
-
-_OS = {"macos": "darwin", "mac": "darwin", "osx": "darwin", "windows": "win32", "win": "win32"}
-
-
-def _list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = value.split(",")
-    return [str(v).strip() for v in value if str(v).strip()]
-
-
-def _openclaw_requires(meta: dict[str, Any]) -> dict[str, Any]:
-    """OpenClaw: metadata (JSON5 when a string) → the ``openclaw`` or legacy ``clawdbot`` block."""
-    metadata = meta.get("metadata")
-    if isinstance(metadata, str):
-        metadata = json5.loads(metadata)
-    block = {}
-    for key in ("openclaw", "clawdbot"):
-        if isinstance((metadata or {}).get(key), dict):
-            block = metadata[key]
-            break
-    req = block.get("requires") or {}
-    return {
-        "bins": _list(req.get("bins")),
-        "any_bins": _list(req.get("anyBins")),
-        "env": _list(req.get("env")),
-        "optional_env": [],
-        "config": _list(req.get("config")),
-        "os": _list(block.get("os")),
-        "primary_env": block.get("primaryEnv"),
-        "always": bool(block.get("always", False)),
-    }
-
-
-def _hermes_requires(meta: dict[str, Any]) -> dict[str, Any]:
-    """Hermes: platforms; required_environment_variables, setup.collect_secrets, prerequisites.env_vars."""
-    env: list[tuple[str, bool]] = []
-    required_raw = meta.get("required_environment_variables") or []
-    for item in [required_raw] if isinstance(required_raw, dict) else required_raw:
-        if isinstance(item, str):
-            env.append((item, True))
-        elif isinstance(item, dict) and (item.get("name") or item.get("env_var")):
-            env.append((item.get("name") or item.get("env_var"), not item.get("optional")))
-    for item in (meta.get("setup") or {}).get("collect_secrets") or []:
-        if isinstance(item, dict) and item.get("env_var"):
-            env.append((item["env_var"], True))
-    env += [(name, True) for name in _list((meta.get("prerequisites") or {}).get("env_vars"))]
-    required = list(dict.fromkeys(n for n, r in env if r))
-    platforms = [_OS.get(p.lower(), p.lower()) for p in _list(meta.get("platforms"))]
-    return {
-        "bins": [],
-        "any_bins": [],
-        "env": required,
-        "optional_env": [n for n in dict.fromkeys(n for n, r in env if not r) if n not in required],
-        "config": [],
-        "os": list(dict.fromkeys(platforms)),
-        "primary_env": None,
-        "always": False,
-    }
 
 
 def test_every_skill_folder_is_listed_exactly_once(real: dict[str, Any]) -> None:
@@ -299,6 +221,85 @@ def test_cli_list_json_over_a_real_root(real: dict[str, Any], tmp_path: Path) ->
     assert listed == expected
     assert all(isinstance(it["name"], str) and isinstance(it["description"], str) for it in items)
     assert [it for it in items if it["error"]] == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# independent readings, as each ecosystem does it
+
+
+def _reference_frontmatter(path: Path) -> dict[str, Any] | None:
+    """Plain PyYAML over the text between the fences, made JSON-shaped; None when it cannot read the file."""
+    text = normalize_text(path.read_bytes())
+    if not text.startswith("---\n"):
+        return None
+    end = text.find("\n---", 3)
+    if end < 0:
+        return None
+    try:
+        data = yaml.safe_load(text[4 : end + 1])
+    except yaml.YAMLError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    return json.loads(json.dumps(data, default=str))
+
+
+def _list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = value.split(",")
+    return [str(v).strip() for v in value if str(v).strip()]
+
+
+def _openclaw_requires(meta: dict[str, Any]) -> dict[str, Any]:
+    """OpenClaw: metadata (JSON5 when a string) → the ``openclaw`` or legacy ``clawdbot`` block."""
+    metadata = meta.get("metadata")
+    if isinstance(metadata, str):
+        metadata = json5.loads(metadata)
+    block = {}
+    for key in ("openclaw", "clawdbot"):
+        if isinstance((metadata or {}).get(key), dict):
+            block = metadata[key]
+            break
+    req = block.get("requires") or {}
+    return {
+        "bins": _list(req.get("bins")),
+        "any_bins": _list(req.get("anyBins")),
+        "env": _list(req.get("env")),
+        "optional_env": [],
+        "config": _list(req.get("config")),
+        "os": _list(block.get("os")),
+        "primary_env": block.get("primaryEnv"),
+        "always": bool(block.get("always", False)),
+    }
+
+
+def _hermes_requires(meta: dict[str, Any]) -> dict[str, Any]:
+    """Hermes: platforms; required_environment_variables, setup.collect_secrets, prerequisites.env_vars."""
+    env: list[tuple[str, bool]] = []
+    required_raw = meta.get("required_environment_variables") or []
+    for item in [required_raw] if isinstance(required_raw, dict) else required_raw:
+        if isinstance(item, str):
+            env.append((item, True))
+        elif isinstance(item, dict) and (item.get("name") or item.get("env_var")):
+            env.append((item.get("name") or item.get("env_var"), not item.get("optional")))
+    for item in (meta.get("setup") or {}).get("collect_secrets") or []:
+        if isinstance(item, dict) and item.get("env_var"):
+            env.append((item["env_var"], True))
+    env += [(name, True) for name in _list((meta.get("prerequisites") or {}).get("env_vars"))]
+    required = list(dict.fromkeys(n for n, r in env if r))
+    platforms = [_OS.get(p.lower(), p.lower()) for p in _list(meta.get("platforms"))]
+    return {
+        "bins": [],
+        "any_bins": [],
+        "env": required,
+        "optional_env": [n for n in dict.fromkeys(n for n, r in env if not r) if n not in required],
+        "config": [],
+        "os": list(dict.fromkeys(platforms)),
+        "primary_env": None,
+        "always": False,
+    }
 
 
 def test_parse_requirements_agrees_with_the_catalog(real: dict[str, Any]) -> None:

@@ -1,7 +1,5 @@
 """A first end-to-end run through the whole pipeline."""
 
-from __future__ import annotations
-
 from skillyard import SkillYard
 
 
