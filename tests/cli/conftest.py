@@ -1,4 +1,6 @@
-"""The skill roots the CLI probes run against."""
+"""The skill roots the CLI tests run against: ``hello`` (a greeter with an alias and a credential parameter),
+``cli_root`` (hello, failer, raiser), ``root`` (the probe skills of support.cli_probes, and a noisy shell skill)
+and ``state_root`` (two roots holding every STATE ``skillyard list`` shows)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fixtures of the outputs tests."""
+"""A workspace folder for the outputs tests that call materialize_urls and safe_write directly."""
 
 from __future__ import annotations
 

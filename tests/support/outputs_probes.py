@@ -1,6 +1,6 @@
-"""What the artifacts review probes share (tests/test_outputs_conformance*.py): test data, unique session ids, the
-skills they run, the session's attachment listing, and the fixtures for private
-addresses and a SkillYard over the test's skill root."""
+"""What the artifacts probes share (tests/outputs, tests/invoke, tests/storage, tests/cli): test data, unique
+session ids, the skills they run, the session's attachment listing, and the fixtures for private addresses and a
+SkillYard over the test's skill root (shared by every test folder through the root conftest)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from support.skills import CALLEE_DUMP, CALLER, CTX_DUMP, ECHO, PROBE_CLI, RET
+from support.skills import CALLER, CTX_DUMP, ECHO, PROBE_CLI, RET
 
 
 @pytest.fixture
@@ -70,16 +70,6 @@ def dump_skill(make_skill, skills_root):
 
 @pytest.fixture
 def chain_root(make_skill, skills_root):
-    make_skill("callee", files={"handler.py": CALLEE_DUMP})
-    make_skill(
-        "caller",
-        files={
-            "handler.py": """
-        async def execute(i, ctx):
-            kw = i.get("kw", {})
-            r = await ctx["call_skill"](i["target"], i.get("input"), **kw)
-            return {"inner": r}
-    """
-        },
-    )
+    make_skill("callee", files={"handler.py": CTX_DUMP})
+    make_skill("caller", files={"handler.py": CALLER})
     return skills_root

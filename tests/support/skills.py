@@ -1,4 +1,4 @@
-"""Skill folders for tests, the handlers most tests need, and a SkillYard over a test's skill root.
+"""Skill folders for tests, the handlers and schemas many tests share, and a SkillYard over a test's skill root.
 
 ``make_skill`` (tests/conftest.py) is ``write_skill`` bound to the test's skill root.
 """
@@ -13,10 +13,11 @@ from typing import Any
 from skillyard import SkillYard
 from skillyard.errors import SkillyardError
 
-#: A handler that succeeds with nothing to say.
 OK_HANDLER = "async def execute(input, ctx):\n    return {'ok': True}\n"
-#: A handler that answers with its input under ``got``.
+"""A handler that succeeds with nothing to say."""
+
 ECHO = "async def execute(input, ctx):\n    return {'ok': True, 'got': input}\n"
+"""A handler that answers with its input under ``got``."""
 
 
 def write_skill(
@@ -63,10 +64,10 @@ async def run_skill(root: Path, name: str, input: dict[str, Any] | None = None, 
 
 
 RET = "async def execute(i, c):\n    return i.get('ret', {'ok': True})\n"
+"""A handler answering ``input["ret"]`` (``{"ok": True}`` without one): a test picks the result."""
 
-
-FAIL = {"ok": False, "error": "nope", "error_type": "transient"}
-
+INPUT_ECHO = "async def execute(input, ctx):\n    return {'input': input}\n"
+"""A handler that answers with its input under ``input``."""
 
 CTX_DUMP = """
 import json
@@ -80,7 +81,7 @@ async def execute(i, ctx):
             out[k] = "<" + type(v).__name__ + ">"
     return {"ctx": out, "input": i}
 """
-
+"""A handler answering its runtime_context (values JSON cannot hold as ``<TypeName>``) and its input."""
 
 CALLER = """
 async def execute(i, ctx):
@@ -88,9 +89,79 @@ async def execute(i, ctx):
     r = await ctx["call_skill"](i["target"], i.get("input"), **kw)
     return {"inner": r}
 """
+"""A handler that calls ``input["target"]`` with ``input["input"]`` (and ``input["kw"]``) and answers its result."""
+
+PROBE_CLI = """
+import argparse, json, os, sys
+def main():
+    p = argparse.ArgumentParser()
+    p.parse_known_args()
+    print("log line", file=sys.stderr)
+    print(json.dumps({"ok": True, "argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(), "pid":
+    os.getpid()}))
+if __name__ == "__main__":
+    main()
+"""
+"""A Python CLI skill (argparse, ``__main__``) that prints its argv, environment, working folder and pid."""
+
+FAIL = {"ok": False, "error": "nope", "error_type": "transient"}
+"""A failure a skill returns (for RET)."""
+
+SCHEMA_WHO = {
+    "type": "object",
+    "properties": {"who": {"type": "string", "description": "Who to greet"}},
+    "required": ["who"],
+}
+
+CRED_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "q": {"type": "string"},
+        "api_key": {"type": "string"},
+        "Password": {"type": "string"},
+        "keyword": {"type": "string"},
+        "author": {"type": "string", "x-secret": False},
+        "max_tokens": {"type": "integer", "x-secret": False},
+        "plain": {"type": "string", "x-secret": True},
+    },
+    "required": ["q", "api_key"],
+}
+"""Parameters the credential rule (§5.2) matches by name, and ``x-secret`` overriding it both ways."""
+
+NOTES_FM = """name: notes
+description: Notes
+cli_commands:
+  add:
+    type: object
+    properties: {text: {type: string, description: the note}}
+    required: [text]
+  list: {}"""
+"""Frontmatter of a skill fanned out into the tools ``notes__add`` and ``notes__list``."""
+
+
+def schema_json(props: dict, required: list[str] | None = None) -> str:
+    """The text of an object schema."""
+    return json.dumps({"type": "object", "properties": props, "required": required or []})
+
+
+def shell_skill(make_skill, name: str, script: str, extra: str = "") -> Path:
+    """A SHELL skill running ``run.sh``; ``extra`` goes on under ``exec:`` (e.g. ``"  timeout: 1"``)."""
+    return make_skill(
+        name, frontmatter=f"name: {name}\ndescription: d\nexec:\n  config: run.sh\n{extra}", files={"run.sh": script}
+    )
+
+
+def inline_shell_skill(make_skill, name: str, command: str, extra: str = "") -> None:
+    """An INLINE_SHELL skill running ``command``; ``extra`` is frontmatter put before ``exec``."""
+    make_skill(
+        name,
+        f"name: {name}\ndescription: d\n{extra}exec:\n  primary:\n    type: INLINE_SHELL\n"
+        f"    command: |\n" + "".join(f"      {line}\n" for line in command.strip().splitlines()),
+    )
 
 
 def assert_failure(env: Any) -> None:
+    """``env`` is a failure envelope: a JSON-serializable dict with ``ok`` and ``success`` false and an error."""
     assert isinstance(env, dict), env
     assert env["ok"] is False and env["success"] is False, env
     assert isinstance(env.get("error"), str | dict) and env["error"], env
@@ -106,82 +177,3 @@ async def run_or_error(coro: Any) -> Any:
         return exc
     assert_failure(env)
     return env
-
-
-SCHEMA_WHO = {
-    "type": "object",
-    "properties": {"who": {"type": "string", "description": "Who to greet"}},
-    "required": ["who"],
-}
-
-
-CRED_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "q": {"type": "string"},
-        "api_key": {"type": "string"},
-        "Password": {"type": "string"},
-        "keyword": {"type": "string"},
-        "author": {"type": "string", "x-secret": False},
-        "max_tokens": {"type": "integer", "x-secret": False},
-        "plain": {"type": "string", "x-secret": True},
-    },
-    "required": ["q", "api_key"],
-}
-
-
-NOTES_FM = """name: notes
-description: Notes
-cli_commands:
-  add:
-    type: object
-    properties: {text: {type: string, description: the note}}
-    required: [text]
-  list: {}"""
-
-
-PROBE_CLI = """
-import argparse, json, os, sys
-def main():
-    p = argparse.ArgumentParser()
-    p.parse_known_args()
-    print("log line", file=sys.stderr)
-    print(json.dumps({"ok": True, "argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(), "pid":
-    os.getpid()}))
-if __name__ == "__main__":
-    main()
-"""
-
-
-def shell_skill(make_skill, name: str, script: str, extra: str = "") -> Path:
-    return make_skill(
-        name, frontmatter=f"name: {name}\ndescription: d\nexec:\n  config: run.sh\n{extra}", files={"run.sh": script}
-    )
-
-
-CALLEE_DUMP = """
-import json
-async def execute(i, ctx):
-    out = {}
-    for k, v in ctx.items():
-        try:
-            json.dumps(v); out[k] = v
-        except TypeError:
-            out[k] = "<obj>"
-    return {"input": i, "ctx": out}
-"""
-
-
-INPUT_ECHO = "async def execute(input, ctx):\n    return {'input': input}\n"
-
-
-def schema_json(props: dict, required: list[str] | None = None) -> str:
-    return json.dumps({"type": "object", "properties": props, "required": required or []})
-
-
-def inline_shell_skill(make_skill, name: str, command: str, extra: str = "") -> None:
-    make_skill(
-        name,
-        f"name: {name}\ndescription: d\n{extra}exec:\n  primary:\n    type: INLINE_SHELL\n"
-        f"    command: |\n" + "".join(f"      {line}\n" for line in command.strip().splitlines()),
-    )
