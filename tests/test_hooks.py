@@ -432,7 +432,7 @@ async def test_plugin_exec_type_timeout_and_exception(make_skill, skills_root, p
 
     plugin_reg(P(), "probe-slow")
     make_skill(
-        "slowp", frontmatter="name: slowp\ndescription: d\nexec:\n  primary:\n    type: slow_probe\n  timeout: 1"
+        "slowp", frontmatter="name: slowp\ndescription: d\nexec:\n  primary:\n    type: slow_probe\n  timeout: 0.3"
     )
     env = await run_skill(skills_root, "slowp", {})
     assert env["timed_out"] is True and env["ok"] is False

@@ -661,7 +661,7 @@ async def test_http_exec_timeout_is_wall_clock(make_skill, skills_root):
             url = "{base}/x"
             timeout = 30
         """,
-            extra="  timeout: 1",
+            extra="  timeout: 0.3",
         )
         env = await run_skill(skills_root, "slowhttp", {})
     assert env["ok"] is False and env["timed_out"] is True

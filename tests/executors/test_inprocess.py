@@ -183,7 +183,7 @@ async def test_connection_refused_keeps_its_class_name(make_skill, skills_root):
     assert env["exception_type"] == "ConnectionRefusedError"
 
 
-async def test_async_skill_stopped_by_exec_timeout(make_skill, skills_root, tmp_path):
+async def test_async_skill_stopped_by_exec_timeout(db_env, make_skill, skills_root, tmp_path):
     handler_skill(
         make_skill,
         "sleepy",
@@ -199,7 +199,7 @@ async def test_async_skill_stopped_by_exec_timeout(make_skill, skills_root, tmp_
                 raise
             return {"finished": True}
     """,
-        exec_line="exec: {timeout: 1}",
+        exec_line="exec: {timeout: 0.3}",
     )
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -340,7 +340,7 @@ async def test_none_result_is_success(make_skill, skills_root):
     assert env["ok"] is True and env["success"] is True
 
 
-async def test_sync_entry_runs_in_worker_thread_with_db_none(make_skill, skills_root):
+async def test_sync_entry_runs_in_worker_thread_with_db_none(db_env, make_skill, skills_root):
     """Issue: 'sync entries run in a worker thread and get `ctx["db"] = None`'."""
     make_skill(
         "sync",
@@ -362,7 +362,7 @@ async def test_in_process_timeout_async(make_skill, skills_root):
     stopped by its wall clock says `timed_out: true`'."""
     make_skill(
         "slow",
-        frontmatter="name: slow\ndescription: d\nexec:\n  timeout: 1",
+        frontmatter="name: slow\ndescription: d\nexec:\n  timeout: 0.3",
         files={"handler.py": "import asyncio\nasync def execute(i, c):\n    await asyncio.sleep(30)\n    return {}\n"},
     )
     env = await run_skill(skills_root, "slow")
@@ -373,7 +373,7 @@ async def test_in_process_timeout_sync(make_skill, skills_root):
     """Issue: '`exec.timeout` is the wall clock of that skill whatever its exec type, in-process included'."""
     make_skill(
         "slows",
-        frontmatter="name: slows\ndescription: d\nexec:\n  timeout: 1",
+        frontmatter="name: slows\ndescription: d\nexec:\n  timeout: 0.3",
         files={"handler.py": "import time\ndef execute(i, c):\n    time.sleep(3)\n    return {'late': True}\n"},
     )
     env = await run_skill(skills_root, "slows")

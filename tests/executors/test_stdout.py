@@ -30,7 +30,7 @@ echo '{"answer": 42}'
     assert env == {"answer": 42, "ok": True, "success": True}
 
 
-async def test_stdout_media_path_line(make_skill, skills_root, tmp_path):
+async def test_stdout_media_path_line(db_env, make_skill, skills_root, tmp_path):
     inline_shell_skill(
         make_skill,
         "chart",
@@ -82,7 +82,7 @@ async def test_stdout_parse_order(make_skill, skills_root, script, check):
     assert env["ok"] is True and check(env), env
 
 
-async def test_stdout_media_path_line_after_text(make_skill, skills_root, tmp_path):
+async def test_stdout_media_path_line_after_text(db_env, make_skill, skills_root, tmp_path):
     """Issue: 'stdout parsed in order: ... → media path line'."""
     ws = tmp_path / "ws_media"
     shell_skill(make_skill, "media", "printf 'PNGDATA' > pic.png\necho 'made it'\necho pic.png\n")

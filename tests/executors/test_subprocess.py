@@ -260,7 +260,7 @@ def test_default_subprocess_timeout_is_60s_and_exec_timeout_overrides(make_skill
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-async def test_abort_signal_set_during_the_run_kills_the_process_group(make_skill, skills_root, tmp_path):
+async def test_abort_signal_set_during_the_run_kills_the_process_group(db_env, make_skill, skills_root, tmp_path):
     """A subprocess cannot see the caller's Event: the platform kills its group when it is set, children too."""
     make_skill(
         "waits",
@@ -293,7 +293,7 @@ async def test_abort_signal_set_during_the_run_kills_the_process_group(make_skil
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-async def test_background_children_end_with_the_skill(make_skill, skills_root, tmp_path):
+async def test_background_children_end_with_the_skill(db_env, make_skill, skills_root, tmp_path):
     """What a skill leaves running goes when its process exits: a child keeping the output pipe does not hold the
     run until the wall clock, and a child with its own output does not outlive the run."""
     make_skill(
@@ -359,10 +359,10 @@ async def test_abort_signal_left_unset_changes_nothing(make_skill, skills_root):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-async def test_timeout_kills_the_whole_process_group(make_skill, skills_root, tmp_path):
+async def test_timeout_kills_the_whole_process_group(db_env, make_skill, skills_root, tmp_path):
     make_skill(
         "hangs",
-        "name: hangs\ndescription: d\nexec: {config: run.sh, timeout: 1}",
+        "name: hangs\ndescription: d\nexec: {config: run.sh, timeout: 0.5}",
         files={
             "run.sh": """
         sleep 30 > /dev/null 2>&1 &
@@ -713,10 +713,10 @@ async def test_stderr_not_in_success_envelope(make_skill, skills_root):
     assert env["ok"] is True and "LOGLINE-XYZ" not in json.dumps(env)
 
 
-async def test_subprocess_timeout_kills_group(make_skill, skills_root, tmp_path):
+async def test_subprocess_timeout_kills_group(db_env, make_skill, skills_root, tmp_path):
     """Issue: 'on timeout the whole process group is killed and the envelope says `timed_out: true`'."""
     ws = tmp_path / "ws_to"
-    shell_skill(make_skill, "hang", "sleep 60 &\necho $! > child.pid\nsleep 60\n", extra="  timeout: 1")
+    shell_skill(make_skill, "hang", "sleep 60 &\necho $! > child.pid\nsleep 60\n", extra="  timeout: 0.5")
     env = await run_skill(skills_root, "hang", workspace_dir=str(ws))
     assert env["ok"] is False and env["timed_out"] is True
     pid = int((ws / "child.pid").read_text())

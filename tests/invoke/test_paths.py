@@ -590,7 +590,7 @@ def test_raw_prompt_without_required_fields_is_a_no_op(schema):
 
 
 @pytest.mark.parametrize("field", ALL_PATH_FIELDS)
-async def test_every_path_field_relative_value_lands_in_workspace(make_skill, yard_for, home, field):
+async def test_every_path_field_relative_value_lands_in_workspace(db_env, make_skill, yard_for, home, field):
     echo_skill(make_skill)
     ws = home / "workspaces" / "pn-1"
     ws.mkdir(parents=True)
@@ -602,7 +602,7 @@ async def test_every_path_field_relative_value_lands_in_workspace(make_skill, ya
 
 
 @pytest.mark.parametrize("field", LIST_FIELDS)
-async def test_array_items_of_list_fields_are_normalized_and_deduplicated(make_skill, yard_for, home, field):
+async def test_array_items_of_list_fields_are_normalized_and_deduplicated(db_env, make_skill, yard_for, home, field):
     echo_skill(make_skill)
     ws = home / "workspaces" / "pn-2"
     ws.mkdir(parents=True)
@@ -1087,7 +1087,7 @@ async def test_output_field_into_another_sessions_workspace_is_refused(make_skil
     assert "another session" in env["error"]
 
 
-async def test_symlink_that_stays_inside_the_workspace_is_accepted(make_skill, yard_for, home):
+async def test_symlink_that_stays_inside_the_workspace_is_accepted(db_env, make_skill, yard_for, home):
     """Only links leading *outside* are refused; a link to another file of the same workspace is fine."""
     echo_skill(make_skill)
     ws = home / "workspaces" / "in-link"

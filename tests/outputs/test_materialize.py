@@ -602,7 +602,12 @@ async def test_nothing_to_do_returns_the_envelope_untouched(ws: Path) -> None:
 
 @pytest.mark.usefixtures("home")
 async def test_a_skill_can_opt_out_of_materialization(
-    server: str, seen: list[dict[str, Any]], make_skill: Any, skills_root: Path, monkeypatch: pytest.MonkeyPatch
+    server: str,
+    seen: list[dict[str, Any]],
+    make_skill: Any,
+    skills_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    db_env: str,
 ) -> None:
     """``materialize: false``: links in a skill's results are data (a record's URL column), never fetched."""
     from skillyard import SkillYard

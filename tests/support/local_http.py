@@ -25,7 +25,8 @@ class _Server(ThreadingHTTPServer):
 def serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """Serve ``handler`` on a free port of 127.0.0.1 in a thread; yields the base URL."""
     httpd = _Server(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # polled every 50 ms, so that shutting a server down takes a moment, not the default half second
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"
