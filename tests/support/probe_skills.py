@@ -1,7 +1,7 @@
 """Skill roots the core probes share, as fixtures (shared by every test folder through the root conftest).
 
 * ``echo_root``: echo (alias parrot), ret, dump, caller and notes (fanned out into add and list);
-* ``dump_skill``: a skill answering its whole runtime_context, with each value's type;
+* ``dump_skill``: dump, a skill answering its whole runtime_context, with each value's type (CTX_DUMP);
 * ``chain_root``: a caller and a callee for call_skill;
 * ``probe_cli``: a Python CLI skill that reports its argv, environment and working folder.
 """
@@ -48,23 +48,7 @@ def probe_cli(make_skill):
 
 @pytest.fixture
 def dump_skill(make_skill, skills_root):
-    make_skill(
-        "dump",
-        files={
-            "handler.py": """
-        import json
-        async def execute(i, ctx):
-            out = {}
-            for k, v in ctx.items():
-                try:
-                    json.dumps(v)
-                    out[k] = v
-                except TypeError:
-                    out[k] = "<" + type(v).__name__ + ">"
-            return {"ctx": out, "types": {k: type(v).__name__ for k, v in ctx.items()}}
-    """
-        },
-    )
+    make_skill("dump", files={"handler.py": CTX_DUMP})
     return skills_root
 
 

@@ -79,9 +79,10 @@ async def execute(i, ctx):
             out[k] = v
         except TypeError:
             out[k] = "<" + type(v).__name__ + ">"
-    return {"ctx": out, "input": i}
+    return {"ctx": out, "types": {k: type(v).__name__ for k, v in ctx.items()}, "input": i}
 """
-"""A handler answering its runtime_context (values JSON cannot hold as ``<TypeName>``) and its input."""
+"""A handler answering its runtime_context (values JSON cannot hold as ``<TypeName>``), each value's type and its
+input."""
 
 CALLER = """
 async def execute(i, ctx):
