@@ -68,6 +68,7 @@ def test_python_dash_m_version_is_the_same():
 
 def test_verbose_logs_subprocess_stderr_lines(root):
     """`-v`, `--verbose` | log to stderr: `-v` info (subprocess stderr lines, …); default: warnings only"""
+    # A real process: -v configures logging of a fresh process (in pytest's, the root logger has handlers already).
     loud = proc("-v", "run", "noisy", "--skills-dir", str(root))
     quiet = proc("run", "noisy", "--skills-dir", str(root))
     assert loud.returncode == 0 and quiet.returncode == 0
@@ -77,5 +78,6 @@ def test_verbose_logs_subprocess_stderr_lines(root):
 
 def test_run_logs_go_to_stderr(root):
     """prints its envelope as one line of JSON on stdout. Logs go to stderr."""
+    # A real process: stdout exactly one JSON line while -v logging goes to the terminal's stderr.
     out = proc("-v", "run", "noisy", "--skills-dir", str(root))
     assert out.returncode == 0 and json.loads(out.stdout)["said"] == "yes" and out.stdout.count("\n") == 1
