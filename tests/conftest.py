@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import os
 import tempfile
-import textwrap
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from support.skills import write_skill
+
 # Tests never autoload third-party plugins (an empty allow-list loads none).
 os.environ["SKILLYARD_LOAD_PLUGINS"] = ""
 
-pytest_plugins = ("support.outputs_probes", "support.recording_channel")  # shared fixtures of the probes
+pytest_plugins = (  # shared fixtures of the probes (outputs_probes before file_server, which imports it)
+    "support.outputs_probes",
+    "support.file_server",
+    "support.plugins",
+    "support.probe_skills",
+    "support.recording_channel",
+)
 
 
 @pytest.fixture(scope="session")
@@ -87,14 +94,6 @@ def make_skill(skills_root: Path) -> SkillFactory:
         files: dict[str, str] | None = None,
         root: Path | None = None,
     ) -> Path:
-        folder = (root or skills_root) / name
-        folder.mkdir(parents=True, exist_ok=True)
-        fm = frontmatter if frontmatter is not None else f"name: {name.split('/')[-1]}\ndescription: Test skill {name}"
-        (folder / "SKILL.md").write_text(f"---\n{textwrap.dedent(fm).strip()}\n---\n{body}", encoding="utf-8")
-        for rel, content in (files or {}).items():
-            path = folder / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
-        return folder
+        return write_skill(root or skills_root, name, frontmatter, body, files)
 
     return make

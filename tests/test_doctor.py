@@ -10,38 +10,23 @@ from typing import Any
 
 import asyncpg
 import pytest
-from click.testing import CliRunner
 from skillyard.builtin_skills.datatable.admin import CREATEROLE_WARNING, sql_role_check
 from sqlalchemy.engine import make_url
 
-from support.datatable import asyncpg_dsn
 from skillyard import hookimpl
-from skillyard.cli import cli
-from skillyard.plugins import pm
+from support.cli import invoke
+from support.datatable import asyncpg_dsn
 
 UNREACHABLE = "postgresql://nobody@127.0.0.1:1/nothing"
 
 
 def doctor(*args: str) -> Any:
-    return CliRunner().invoke(cli, ["doctor", *args])
+    return invoke("doctor", *args)
 
 
 def by_name(result: Any) -> dict[str, dict[str, Any]]:
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     return {c["name"]: c for c in report["checks"]}
-
-
-@pytest.fixture
-def register() -> Iterator[Any]:
-    added: list[Any] = []
-
-    def add(plugin: Any, name: str) -> None:
-        pm.register(plugin, name=name)
-        added.append(plugin)
-
-    yield add
-    for plugin in added:
-        pm.unregister(plugin)
 
 
 def test_doctor_all_ok_text(db_env, home):
@@ -59,7 +44,7 @@ def test_doctor_all_ok_text(db_env, home):
 def test_doctor_json(db_env):
     result = doctor("--json")
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert report["status"] == "ok"
     assert [c["name"] for c in report["checks"]][:3] == ["home", "database", "skills"]
     for c in report["checks"]:
@@ -79,7 +64,7 @@ def test_doctor_fails_on_unreachable_database(monkeypatch):
     assert checks["database"]["status"] == "fail" and checks["home"]["status"] == "ok"
     role_check = checks["datatable.sql_roles"]
     assert role_check["status"] == "warn" and role_check["detail"].startswith("not checked: the database cannot")
-    assert json.loads(doctor("--json").output)["status"] == "fail"
+    assert json.loads(doctor("--json").stdout)["status"] == "fail"
 
 
 def test_doctor_fails_on_unwritable_home(db_env, tmp_path, monkeypatch):
@@ -109,7 +94,7 @@ def test_doctor_unknown_skills_dir_is_a_usage_error(tmp_path):
     assert result.exit_code == 2 and "does not exist" in result.output
 
 
-def test_doctor_plugin_checks_that_raise_or_are_malformed_fail_by_name(db_env, register):
+def test_doctor_plugin_checks_that_raise_or_are_malformed_fail_by_name(db_env, plugin_reg):
     class Raises:
         @hookimpl
         def doctor_checks(self, yard):
@@ -140,10 +125,10 @@ def test_doctor_plugin_checks_that_raise_or_are_malformed_fail_by_name(db_env, r
         (NotAList(), "not-a-list"),
         (Fine(), "fine"),
     ):
-        register(plugin, name)
+        plugin_reg(plugin, name)
     result = doctor("--json")
     assert result.exit_code == 1, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     mine = [c for c in report["checks"] if c["plugin"] in ("raises", "malformed", "not-a-list", "fine")]
     assert [(c["plugin"], c["name"], c["status"]) for c in mine] == [
         ("raises", "raises.doctor_checks", "fail"),
@@ -225,3 +210,51 @@ def test_doctor_warns_when_the_database_user_lacks_createrole(plain_user_url, mo
     assert "ok    database: " in result.output and ":***@" in result.output  # the password is never shown
     checks = by_name(doctor("--json"))
     assert checks["datatable.sql_roles"]["status"] == "warn" and checks["database"]["status"] == "ok"
+
+
+def test_doctor_plugin_raising_is_fail_check(plugin_reg, db_env, skills_root):
+    """hooks.md: 'a hook that raises, hangs or returns another shape becomes a `fail` check named
+    `<plugin>.doctor_checks`, and the other plugins' checks still run.'"""
+
+    class Bad:
+        @hookimpl
+        def doctor_checks(self, yard):
+            raise RuntimeError("doctor broke")
+
+    class Shape:
+        @hookimpl
+        def doctor_checks(self, yard):
+            return {"not": "a list"}
+
+    class Good:
+        @hookimpl
+        def doctor_checks(self, yard):
+            async def go():
+                return [{"name": "probe2.good", "status": "ok", "detail": "fine", "fix": None}]
+
+            return go
+
+    plugin_reg(Bad(), "probe2-bad")
+    plugin_reg(Shape(), "probe2-shape")
+    plugin_reg(Good(), "probe2-good")
+    res = invoke("doctor", "--json", "--skills-dir", str(skills_root))
+    data = json.loads(res.stdout)
+    checks = {c["name"]: c for c in data["checks"]}
+    assert checks["probe2-bad.doctor_checks"]["status"] == "fail"
+    assert checks["probe2-shape.doctor_checks"]["status"] == "fail"
+    assert checks["probe2.good"]["status"] == "ok" and checks["probe2.good"]["plugin"] == "probe2-good"
+    assert res.exit_code == 1
+
+
+def test_doctor_plugin_returning_none(plugin_reg, db_env, skills_root):
+    """hooks.md: 'Return a list of checks, or a callable or awaitable giving one, or `None`.'"""
+
+    class P:
+        @hookimpl
+        def doctor_checks(self, yard):
+            return None
+
+    plugin_reg(P(), "probe2-dnone")
+    res = invoke("doctor", "--json", "--skills-dir", str(skills_root))
+    data = json.loads(res.stdout)
+    assert not any(c["name"].startswith("probe2-dnone") for c in data["checks"])

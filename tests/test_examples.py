@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import uuid
 from pathlib import Path
 
 import pytest
 
 from skillyard import SkillYard
 from skillyard.catalog.validate import validate_paths
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from support import EXAMPLES
+from support.cli import invoke
+from support.outputs_probes import sid
 
 
 def test_examples_pass_validate():
@@ -45,7 +49,6 @@ async def test_guestbook_quickstart_and_word_report_artifact(db_env):
 def test_notes_agent_demo_as_the_readme_runs_it(db_env, home):
     """The README's agent demo: check, run (suspends for approval), resume CONFIRM (saves the note once)."""
     import json
-    import uuid
 
     from click.testing import CliRunner
 
@@ -64,8 +67,62 @@ def test_notes_agent_demo_as_the_readme_runs_it(db_env, home):
         cli, ["agent", "run", str(agent), "--session", session, "--message", message, "--model", model, "--json"]
     )
     assert first.exit_code == 0, first.output
-    assert json.loads(first.output)["checkpoint"]["type"] == "APPROVAL"
+    assert json.loads(first.stdout)["checkpoint"]["type"] == "APPROVAL"
     done = runner.invoke(cli, ["agent", "resume", "--session", session, "--action", "CONFIRM", "--json"])
-    assert json.loads(done.output)["status"] == "DONE", done.output
+    assert json.loads(done.stdout)["status"] == "DONE", done.output
     notes = json.loads((home / "workspaces" / session / "notes" / "notes.json").read_text(encoding="utf-8"))
     assert [n["title"] for n in notes] == ["季度总结"]
+
+
+def test_examples_quickstart_hello():
+    """README: 'skillyard run hello --skills-dir examples --input '{"who": "Ada"}''."""
+    res = invoke("run", "hello", "--skills-dir", EXAMPLES, "--input", '{"who": "Ada"}')
+    assert res.exit_code == 0 and "Ada" in json.loads(res.stdout)["greeting"]
+
+
+def test_run_example_hello():
+    """$ skillyard run hello --skills-dir examples --input '{"who": "Ada"}'"""
+    out = invoke("run", "hello", "--skills-dir", str(EXAMPLES), "--input", '{"who": "Ada"}')
+    env = json.loads(out.stdout)
+    assert out.exit_code == 0 and env["ok"] is True and env["greeting"] == "Hello, Ada!" and env["success"] is True
+
+
+def test_run_example_guestbook_failure(db_env):
+    """$ skillyard run guestbook --skills-dir examples --input '{"name": "", "message": "Hi"}'; echo $? … 1"""
+    out = invoke("run", "guestbook", "--skills-dir", str(EXAMPLES), "--input", '{"name": "", "message": "Hi"}')
+    env = json.loads(out.stdout)
+    assert out.exit_code == 1 and env["need_param"] == "name" and env["error_type"] == "recoverable"
+    assert env["skill"] == "guestbook" and "call 'guestbook' again" in env["error"]
+
+
+def test_run_shell_example():
+    """skillyard run shout --skills-dir examples --input '{"text": "hi", "times": 2}'       # a shell skill"""
+    out = invoke("run", "shout", "--skills-dir", str(EXAMPLES), "--input", '{"text": "hi", "times": 2}')
+    assert out.exit_code == 0 and "HI" in out.stdout
+
+
+def test_run_python_cli_example():
+    """skillyard run word_count --skills-dir examples --input '{"text": "one two three"}'   # a Python CLI skill"""
+    out = invoke("run", "word_count", "--skills-dir", str(EXAMPLES), "--input", '{"text": "one two three"}')
+    assert out.exit_code == 0 and json.loads(out.stdout)["ok"] is True and "3" in out.stdout
+
+
+def test_cli_readme_word_report_example_registers_file_1(db_env):
+    """README: `skillyard run word_report --skills-dir examples --session demo --input …` writes a CSV that is
+    registered as `file_1`, then `skillyard artifacts --session demo` lists it."""
+    session = sid("readme")
+    run = invoke(
+        "run", "word_report", "--skills-dir", str(EXAMPLES), "--session", session, "--input", '{"text": "a b a"}'
+    )
+    assert run.exit_code == 0, run.stderr
+    env = json.loads(run.stdout)
+    assert env["ref"] == "file_1"
+    table = invoke("artifacts", "--session", session)
+    assert table.exit_code == 0, table.stderr
+    _header, row = table.stdout.splitlines()
+    assert row.split()[0] == "file_1" and "word_report" in row and env["local_path"] in row
+    [item] = json.loads(invoke("artifacts", "--session", session, "--json").stdout)
+    data = Path(item["local_path"]).read_bytes()
+    assert item["skill"] == "word_report" and item["size"] == len(data)
+    assert item["sha256"] == hashlib.sha256(data).hexdigest()
+    assert Path(item["local_path"]).parent.name == session

@@ -5,15 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
 from click.testing import CliRunner
 
 from skillyard import SkillYard, hookimpl, hookspecs
-from skillyard.errors import DuplicateRegistration
+from skillyard.errors import DuplicateRegistration, SkillyardError
 from skillyard.plugins import pm
+from support.skills import FAIL, OK_HANDLER, run_skill, yard_of
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
 
@@ -22,31 +26,18 @@ def hook_names() -> list[str]:
     return [n for n in dir(hookspecs) if getattr(getattr(hookspecs, n), "skillyard_spec", None) is not None]
 
 
-@pytest.fixture
-def register():
-    added = []
-
-    def add(plugin, name):
-        pm.register(plugin, name=name)
-        added.append(plugin)
-
-    yield add
-    for plugin in added:
-        pm.unregister(plugin)
-
-
 class EchoExecutor:
     async def run(self, skill, input, ctx, *, yard):
         return {"echoed": input, "by": "ECHO"}
 
 
-async def test_register_exec_types(register, make_skill, skills_root):
+async def test_register_exec_types(plugin_reg, make_skill, skills_root):
     class Plugin:
         @hookimpl
         def register_exec_types(self, register):
             register("echo", EchoExecutor())
 
-    register(Plugin(), "echo-plugin")
+    plugin_reg(Plugin(), "echo-plugin")
     make_skill("e", frontmatter="name: e\ndescription: d\nexec:\n  primary:\n    type: ECHO")
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         assert yard.registries.exec_type_plugins["ECHO"] == "echo-plugin"
@@ -61,19 +52,19 @@ async def test_unknown_exec_type_is_a_precise_failure(make_skill, skills_root):
     assert env["ok"] is False and "declares exec type 'FOO'" in env["error"] and "PYTHON" in env["error"]
 
 
-def test_register_exec_types_duplicates_name_both_plugins(register):
+def test_register_exec_types_duplicates_name_both_plugins(plugin_reg):
     class Plugin:
         @hookimpl
         def register_exec_types(self, register):
             register("PYTHON", EchoExecutor())
 
-    register(Plugin(), "shadowing-plugin")
+    plugin_reg(Plugin(), "shadowing-plugin")
     with pytest.raises(DuplicateRegistration, match="'PYTHON' is registered by both") as err:
         SkillYard(include_builtin=False)
     assert "skillyard.executors.inprocess" in str(err.value) and "shadowing-plugin" in str(err.value)
 
 
-async def test_register_result_processors_run_in_order(register, make_skill, skills_root):
+async def test_register_result_processors_run_in_order(plugin_reg, make_skill, skills_root):
     class Plugin:
         @hookimpl
         def register_result_processors(self, register):
@@ -85,14 +76,14 @@ async def test_register_result_processors_run_in_order(register, make_skill, ski
 
             register(10, "first", first)
 
-    register(Plugin(), "processors")
+    plugin_reg(Plugin(), "processors")
     make_skill("p", files={"handler.py": "async def execute(i, c):\n    return {}\n"})
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         env = await yard.run("p")
     assert env["trail"] == "12" and env["skill_seen"] == "p"
 
 
-def test_register_result_processors_duplicate_order(register):
+def test_register_result_processors_duplicate_order(plugin_reg):
     class A:
         @hookimpl
         def register_result_processors(self, register):
@@ -103,13 +94,13 @@ def test_register_result_processors_duplicate_order(register):
         def register_result_processors(self, register):
             register(7, "b", lambda e, r: e)
 
-    register(A(), "plugin-a")
-    register(B(), "plugin-b")
+    plugin_reg(A(), "plugin-a")
+    plugin_reg(B(), "plugin-b")
     with pytest.raises(DuplicateRegistration, match="both use order 7"):
         SkillYard(include_builtin=False)
 
 
-async def test_skill_roots_rank_between_env_and_builtin(register, make_skill, tmp_path, monkeypatch):
+async def test_skill_roots_rank_between_env_and_builtin(plugin_reg, make_skill, tmp_path, monkeypatch):
     plugin_root = tmp_path / "plugin_root"
     env_root = tmp_path / "env_root"
     make_skill("x", frontmatter="name: x\ndescription: from plugin", root=plugin_root)
@@ -122,13 +113,13 @@ async def test_skill_roots_rank_between_env_and_builtin(register, make_skill, tm
         def skill_roots(self, yard):
             return [str(plugin_root)]
 
-    register(Plugin(), "roots")
+    plugin_reg(Plugin(), "roots")
     yard = SkillYard(include_builtin=False)
     assert yard.skill("x").description == "from plugin" and yard.skill("x").source == "plugin"
     assert yard.skill("y").description == "from env"
 
 
-async def test_extra_context_sync_and_async(register, make_skill, skills_root):
+async def test_extra_context_sync_and_async(plugin_reg, make_skill, skills_root):
     class Plugin:
         @hookimpl
         def extra_context(self, skill, context):
@@ -143,8 +134,8 @@ async def test_extra_context_sync_and_async(register, make_skill, skills_root):
 
             return later()
 
-    register(Plugin(), "ctx-sync")
-    register(AsyncPlugin(), "ctx-async")
+    plugin_reg(Plugin(), "ctx-sync")
+    plugin_reg(AsyncPlugin(), "ctx-async")
     make_skill(
         "c",
         files={
@@ -159,7 +150,7 @@ async def test_extra_context_sync_and_async(register, make_skill, skills_root):
     assert (env["tenant"], env["for"], env["org"], env["p"]) == ("acme", "c", "o1", 1)
 
 
-async def test_startup(register):
+async def test_startup(plugin_reg):
     events = []
 
     class Plugin:
@@ -174,13 +165,13 @@ async def test_startup(register):
         def shutdown(self, yard):
             events.append(("shutdown", type(yard).__name__))
 
-    register(Plugin(), "lifecycle")
+    plugin_reg(Plugin(), "lifecycle")
     async with SkillYard(include_builtin=False):
         assert events == [("startup", "SkillYard")]
     assert events[-1] == ("shutdown", "SkillYard")
 
 
-async def test_shutdown(register):
+async def test_shutdown(plugin_reg):
     closed = []
 
     class Plugin:
@@ -192,7 +183,7 @@ async def test_shutdown(register):
 
             return flush()
 
-    register(Plugin(), "shutdown-plugin")
+    plugin_reg(Plugin(), "shutdown-plugin")
     yard = SkillYard(include_builtin=False)
     await yard.close()  # never opened: shutdown hooks are for opened hosts only
     assert closed == []
@@ -201,7 +192,7 @@ async def test_shutdown(register):
     assert closed == [False]
 
 
-async def test_register_channels(register):
+async def test_register_channels(plugin_reg):
     class Channel:
         def __init__(self):
             self.sent = []
@@ -221,18 +212,18 @@ async def test_register_channels(register):
         def register_channels(self, register):
             register("chat-a", second)
 
-    register(Plugin(), "channels-plugin")
+    plugin_reg(Plugin(), "channels-plugin")
     async with SkillYard(include_builtin=False) as yard:
         assert yard.channels.names() == ["chat-a"]
         assert await yard.channels.deliver({"channel": "chat-a", "session_id": "s"}, "hi", []) is True
         assert await yard.channels.deliver({"channel": "nowhere"}, "hi", []) is False
     assert first.sent == [("s", "hi")]
-    register(Clash(), "clash-plugin")
+    plugin_reg(Clash(), "clash-plugin")
     with pytest.raises(DuplicateRegistration, match="channel 'chat-a' is registered by both"):
         SkillYard(include_builtin=False)
 
 
-async def test_register_models(register, tmp_path):
+async def test_register_models(plugin_reg, tmp_path):
     """A third-party provider answers its own spec prefix, exactly as the built-in script:/openai: ones do."""
     from skillyard.agent.models import ModelError, ModelReply, model_from_spec, spec_forms, stored_spec
 
@@ -248,7 +239,7 @@ async def test_register_models(register, tmp_path):
         def register_models(self, register):
             register("echo", lambda rest, settings: Echo(rest), help="echo:NAME (repeats the user)", stored=str.upper)
 
-    register(Plugin(), "echo-models")
+    plugin_reg(Plugin(), "echo-models")
     model = model_from_spec("echo:bob")
     assert (await model.complete([{"role": "user", "content": "hi"}], [], {})).text == "bob: hi"
     assert stored_spec("echo:bob") == "BOB"
@@ -262,12 +253,12 @@ async def test_register_models(register, tmp_path):
         def register_models(self, register):
             register("script", lambda rest, settings: Echo(rest))
 
-    register(Clash(), "clash-models")
+    plugin_reg(Clash(), "clash-models")
     with pytest.raises(DuplicateRegistration, match="model prefix 'script' is registered by both"):
         model_from_spec("script:x.yaml")
 
 
-def test_register_commands_cannot_replace_a_command(register):
+def test_register_commands_cannot_replace_a_command(plugin_reg):
     from skillyard.cli import cli
 
     class Plugin:
@@ -277,13 +268,13 @@ def test_register_commands_cannot_replace_a_command(register):
             def run():
                 """Not allowed."""
 
-    register(Plugin(), "hijack")
+    plugin_reg(Plugin(), "hijack")
     with pytest.raises(DuplicateRegistration, match="'run', which already exists"):
         pm.hook.register_commands(cli=cli)
     assert cli.commands["run"].callback.__module__.startswith("skillyard.cli")
 
 
-def test_register_commands(register):
+def test_register_commands(plugin_reg):
     from skillyard.cli import cli
 
     class Plugin:
@@ -294,7 +285,7 @@ def test_register_commands(register):
                 """Say hi."""
                 click.echo("hi from a plugin")
 
-    register(Plugin(), "commands")
+    plugin_reg(Plugin(), "commands")
     pm.hook.register_commands(cli=cli)
     try:
         result = CliRunner().invoke(cli, ["hello-plugin"])
@@ -305,9 +296,8 @@ def test_register_commands(register):
         cli.commands.pop("hello-plugin", None)
 
 
-def test_register_commands_lazy_form(register, tmp_path, monkeypatch):
+def test_register_commands_lazy_form(plugin_reg, tmp_path, monkeypatch):
     """A plugin may add a command by name and import path: --help lists it without importing its module."""
-    import sys
 
     from skillyard.cli import cli
 
@@ -322,7 +312,7 @@ def test_register_commands_lazy_form(register, tmp_path, monkeypatch):
         def register_commands(self, cli):
             cli.add_lazy_command("acme-lazy", "acme_lazy_cmds:hello", help="Say hello lazily.")
 
-    register(Plugin(), "lazy-commands")
+    plugin_reg(Plugin(), "lazy-commands")
     listed = CliRunner().invoke(cli, ["--help"])
     assert listed.exit_code == 0 and "acme-lazy" in listed.output and "Say hello lazily." in listed.output
     assert "acme_lazy_cmds" not in sys.modules
@@ -334,7 +324,7 @@ def test_register_commands_lazy_form(register, tmp_path, monkeypatch):
         def register_commands(self, cli):
             cli.add_lazy_command("acme-lazy", "elsewhere:cmd", help="Another.")
 
-    register(Clash(), "lazy-clash")
+    plugin_reg(Clash(), "lazy-clash")
     clashed = CliRunner().invoke(cli, ["--help"])
     assert clashed.exit_code == 2 and "tried to add the command 'acme-lazy', which already exists" in clashed.output
     assert "lazy-clash" in clashed.output and "lazy-commands" in clashed.output
@@ -349,7 +339,7 @@ def test_calling_register_commands_again_after_a_lazy_command_loaded_is_harmless
     assert CliRunner().invoke(cli, ["agent", "--help"]).exit_code == 0
 
 
-def test_a_lazy_command_that_does_not_load_names_the_plugin(register):
+def test_a_lazy_command_that_does_not_load_names_the_plugin(plugin_reg):
     from skillyard.cli import cli
 
     class Plugin:
@@ -358,7 +348,7 @@ def test_a_lazy_command_that_does_not_load_names_the_plugin(register):
             cli.add_lazy_command("acme-missing", "no_such_module_here:cmd", help="Gone.")
             cli.add_lazy_command("acme-notcmd", "json:dumps", help="Not a command.")
 
-    register(Plugin(), "broken-commands")
+    plugin_reg(Plugin(), "broken-commands")
     missing = CliRunner().invoke(cli, ["acme-missing"])
     assert missing.exit_code == 2 and "of plugin 'broken-commands' cannot be loaded from" in missing.output
     notcmd = CliRunner().invoke(cli, ["acme-notcmd"])
@@ -368,7 +358,6 @@ def test_a_lazy_command_that_does_not_load_names_the_plugin(register):
 
 def test_help_lists_every_command_without_the_host_stacks():
     """``skillyard --help`` imports no command module and none of the database, HTTP or schema stacks."""
-    import subprocess
     import sys
 
     code = (
@@ -385,7 +374,6 @@ def test_help_lists_every_command_without_the_host_stacks():
 
 def test_load_plugins_allow_list(monkeypatch, tmp_path):
     """SKILLYARD_LOAD_PLUGINS restricts entry-point plugins; empty loads none (checked in a fresh process)."""
-    import subprocess
     import sys
 
     code = (
@@ -410,7 +398,7 @@ def test_every_hook_has_a_test_and_a_docs_heading():
         )
 
 
-def test_doctor_checks(register, db_env):
+def test_doctor_checks(plugin_reg, db_env):
     """A third-party plugin's checks (sync list or awaitable) appear in ``skillyard doctor``; only fail exits 1."""
     from skillyard.cli import cli
 
@@ -426,7 +414,7 @@ def test_doctor_checks(register, db_env):
 
             return probe()
 
-    register(Plugin(), "acme")
+    plugin_reg(Plugin(), "acme")
     result = CliRunner().invoke(cli, ["doctor"])
     assert result.exit_code == 0, result.output
     assert "warn  acme.quota: 90% used — fix: raise the quota" in result.output.splitlines()
@@ -437,10 +425,10 @@ def test_doctor_checks(register, db_env):
         def doctor_checks(self, yard):
             return [{"name": "acme.disk", "status": "fail", "detail": "disk full", "fix": "free some space"}]
 
-    register(Failing(), "acme-failing")
+    plugin_reg(Failing(), "acme-failing")
     failed = CliRunner().invoke(cli, ["doctor", "--json"])
     assert failed.exit_code == 1, failed.output
-    checks = {c["name"]: c for c in json.loads(failed.output)["checks"]}
+    checks = {c["name"]: c for c in json.loads(failed.stdout)["checks"]}
     assert checks["acme.disk"] == {
         "name": "acme.disk",
         "status": "fail",
@@ -448,3 +436,579 @@ def test_doctor_checks(register, db_env):
         "fix": "free some space",
         "plugin": "acme-failing",
     }
+
+
+async def test_plugin_exec_type(make_skill, skills_root, plugin_reg):
+    """Issue: 'registering exec types (each executor is a plugin)'; hooks.md example 'register("echo",
+    EchoExecutor())'."""
+    from skillyard import hookimpl
+
+    class EchoExecutor:
+        async def run(self, skill, input, ctx, *, yard):
+            return {"echoed": input, "skill_name": skill.name}
+
+    class P:
+        @hookimpl
+        def register_exec_types(self, register):
+            register("echo_probe", EchoExecutor())
+
+    plugin_reg(P(), "probe-echo")
+    make_skill("ech", frontmatter="name: ech\ndescription: d\nexec:\n  primary:\n    type: echo_probe")
+    env = await run_skill(skills_root, "ech", {"a": 1})
+    assert env["ok"] is True and env["echoed"] == {"a": 1} and env["skill_name"] == "ech"
+
+
+async def test_plugin_exec_type_timeout_and_exception(make_skill, skills_root, plugin_reg):
+    """hooks.md: 'the host normalizes it into an envelope, turns exceptions into failure envelopes and stops the call at
+    the skill's wall clock'."""
+    from skillyard import hookimpl
+
+    class Slow:
+        async def run(self, skill, input, ctx, *, yard):
+            if input.get("raise"):
+                raise ConnectionRefusedError("plugin down")
+            await asyncio.sleep(30)
+
+    class P:
+        @hookimpl
+        def register_exec_types(self, register):
+            register("slow_probe", Slow())
+
+    plugin_reg(P(), "probe-slow")
+    make_skill(
+        "slowp", frontmatter="name: slowp\ndescription: d\nexec:\n  primary:\n    type: slow_probe\n  timeout: 0.3"
+    )
+    env = await run_skill(skills_root, "slowp", {})
+    assert env["timed_out"] is True and env["ok"] is False
+    env2 = await run_skill(skills_root, "slowp", {"raise": True})
+    assert env2["exception_type"] == "ConnectionRefusedError"
+
+
+async def test_async_extra_context_hook(dump_skill, plugin_reg):
+    """Issue: 'extra runtime_context keys ... Async hook implementations must work (await what a hook returns when it is
+    awaitable).'
+    hooks.md: 'Keys the context already has are never overwritten.'"""
+    from skillyard import hookimpl
+
+    class P:
+        @hookimpl
+        async def extra_context(self, skill, context):
+            return {"tenant": "acme-" + skill.name, "channel": "hijacked", "_private": 1}
+
+    plugin_reg(P(), "probe-ctx")
+    ctx = (await run_skill(dump_skill, "dump", channel="web"))["ctx"]
+    assert ctx["tenant"] == "acme-dump" and ctx["channel"] == "web"
+
+
+async def test_extra_context_callable_and_not_in_subprocess_private(probe_cli, skills_root, plugin_reg, monkeypatch):
+    """hooks.md: 'a dict, a callable returning one, an awaitable ... Keys starting with `_` stay in-process'."""
+    from skillyard import hookimpl
+
+    class P:
+        @hookimpl
+        def extra_context(self, skill, context):
+            return lambda: {"plug_value": "pv", "_plug_private": "hidden"}
+
+    plugin_reg(P(), "probe-ctx2")
+    monkeypatch.setenv("PROBE_DECLARED", "x")
+    env = await run_skill(skills_root, "probe")
+    ctx = json.loads(env["env"]["SKILL_CONTEXT"])
+    assert ctx["plug_value"] == "pv" and "_plug_private" not in ctx
+
+
+async def test_result_processor_runs_on_top_level_not_call_skill(chain_root, plugin_reg):
+    """Issue: 'result post-processors'; 'No post-processing on call_skill results.'"""
+    from skillyard import hookimpl
+
+    async def stamp(envelope, run):
+        return {**envelope, "stamped": True}
+
+    class P:
+        @hookimpl
+        def register_result_processors(self, register):
+            register(987, "probe-stamp", stamp)
+
+    plugin_reg(P(), "probe-proc")
+    env = await run_skill(chain_root, "caller", {"target": "callee"})
+    assert env["stamped"] is True and "stamped" not in env["inner"]
+
+
+async def test_startup_shutdown_async_hooks(skills_root, plugin_reg):
+    """hooks.md: 'startup(yard) Called once when a `SkillYard` is opened ... May return an awaitable or a callable.'"""
+    from skillyard import hookimpl
+
+    calls: list[str] = []
+
+    class P:
+        @hookimpl
+        async def startup(self, yard):
+            calls.append("start")
+
+        @hookimpl
+        def shutdown(self, yard):
+            async def stop():
+                calls.append("stop")
+
+            return stop()
+
+    plugin_reg(P(), "probe-life")
+    async with SkillYard(skills_dirs=[skills_root], include_builtin=False):
+        assert calls == ["start"]
+    assert calls == ["start", "stop"]
+
+
+async def test_startup_and_shutdown_once_per_open_close(echo_root, plugin_reg):
+    """hooks.md: 'startup(yard) Called once when a `SkillYard` is opened'; 'shutdown(yard) Called once when an opened
+    `SkillYard` is closed'."""
+    calls: list[str] = []
+
+    class P:
+        @hookimpl
+        def startup(self, yard):
+            calls.append("start")
+
+        @hookimpl
+        def shutdown(self, yard):
+            calls.append("stop")
+
+    plugin_reg(P(), "probe2-life")
+    yard = yard_of(echo_root)
+    await yard.open()
+    await yard.close()
+    await yard.close()
+    assert calls == ["start", "stop"]
+
+
+async def test_shutdown_not_called_for_never_opened(echo_root, plugin_reg):
+    """hooks.md: 'shutdown(yard) Called once when an opened `SkillYard` is closed'."""
+    calls: list[str] = []
+
+    class P:
+        @hookimpl
+        def shutdown(self, yard):
+            calls.append("stop")
+
+    plugin_reg(P(), "probe2-noopen")
+    yard = yard_of(echo_root)
+    await yard.close()
+    assert calls == []
+
+
+async def test_startup_callable_is_called(echo_root, plugin_reg):
+    """hooks.md: 'May return an awaitable or a callable' and the `warm` example returning an async function."""
+    seen: list[str] = []
+
+    class P:
+        @hookimpl
+        def startup(self, yard):
+            async def warm():
+                yard.probe_client = "client"
+                seen.append("warm")
+
+            return warm
+
+    plugin_reg(P(), "probe2-warm")
+    async with yard_of(echo_root) as yard:
+        assert seen == ["warm"] and yard.probe_client == "client"
+
+
+async def test_shutdown_returning_none_ok(echo_root, plugin_reg):
+    """hooks.md shutdown example: `return client.aclose() if client else None`."""
+
+    class P:
+        @hookimpl
+        def shutdown(self, yard):
+            return None
+
+    plugin_reg(P(), "probe2-none")
+    async with yard_of(echo_root) as yard:
+        env = await yard.run("echo", {})
+    assert env["ok"] is True
+
+
+async def test_exec_type_name_case_insensitive(make_skill, skills_root, plugin_reg):
+    """hooks.md: '`name` is stored upper-cased and is what skills declare in `exec.primary.type`'."""
+
+    class Ex:
+        async def run(self, skill, input, ctx, *, yard):
+            return {"by": "probe"}
+
+    class P:
+        @hookimpl
+        def register_exec_types(self, register):
+            register("probe_Mixed", Ex())
+
+    plugin_reg(P(), "probe2-exec")
+    make_skill("mx", frontmatter="name: mx\ndescription: m\nexec:\n  primary: {type: Probe_MIXED}")
+    async with yard_of(skills_root) as yard:
+        env = await yard.run("mx", {})
+    assert env["ok"] is True and env["by"] == "probe"
+
+
+@pytest.mark.parametrize(("ret", "expected"), [(None, {}), ("text", {"result": "text"}), ([1, 2], {"result": [1, 2]})])
+async def test_executor_return_values_normalized(make_skill, skills_root, plugin_reg, ret, expected):
+    """hooks.md: 'Return anything: the host normalizes it into an envelope'; issue: 'non-dict results wrapped as
+    `{"result": …}`'."""
+
+    class Ex:
+        async def run(self, skill, input, ctx, *, yard):
+            return ret
+
+    class P:
+        @hookimpl
+        def register_exec_types(self, register):
+            register("PROBE_RET", Ex())
+
+    plugin_reg(P(), "probe2-ret")
+    make_skill("rv", frontmatter="name: rv\ndescription: r\nexec:\n  primary: {type: PROBE_RET}")
+    async with yard_of(skills_root) as yard:
+        env = await yard.run("rv", {})
+    assert env["ok"] is True
+    for k, v in expected.items():
+        assert env[k] == v
+
+
+async def test_executor_gets_validated_input_and_context(make_skill, skills_root, plugin_reg):
+    """hooks.md: '`input` the validated input, `ctx` the `runtime_context`'; credential parameters are 'removed from
+    the caller's input, and filled in from the role's configs'."""
+    seen: dict[str, Any] = {}
+
+    class Ex:
+        async def run(self, skill, input, ctx, *, yard):
+            seen.update(input=dict(input), ctx_keys=set(ctx), yard=yard, skill=skill.name)
+            return {"ok": True}
+
+    class P:
+        @hookimpl
+        def register_exec_types(self, register):
+            register("PROBE_SEE", Ex())
+
+    plugin_reg(P(), "probe2-see")
+    make_skill(
+        "see",
+        frontmatter="name: see\ndescription: s\nexec:\n  primary: {type: PROBE_SEE}",
+        files={
+            "schema.json": json.dumps(
+                {"type": "object", "properties": {"q": {"type": "string"}, "api_token": {"type": "string"}}}
+            )
+        },
+    )
+    async with yard_of(skills_root) as yard:
+        await yard.run("see", {"q": "x", "api_token": "FROM-MODEL"}, context={"skill_configs": {"api_token": "CFG"}})
+        assert seen["yard"] is yard
+    assert seen["input"].get("q") == "x" and seen["input"].get("api_token") in (None, "CFG")
+    assert {"role_id", "session_id", "workspace_dir", "actor_name"} <= seen["ctx_keys"]
+
+
+async def test_executor_registered_as_sync_hook_impl_module(make_skill, skills_root, plugin_reg):
+    """hooks.md: plugins are 'a module (or object) with functions decorated with `skillyard.hookimpl`'."""
+    import types
+
+    mod = types.ModuleType("probe2_mod_plugin")
+
+    class Ex:
+        async def run(self, skill, input, ctx, *, yard):
+            return {"mod": True}
+
+    @hookimpl
+    def register_exec_types(register):
+        register("PROBE_MOD", Ex())
+
+    mod.register_exec_types = register_exec_types  # type: ignore[attr-defined]
+    plugin_reg(mod, "probe2-mod")
+    make_skill("md", frontmatter="name: md\ndescription: m\nexec:\n  primary: {type: PROBE_MOD}")
+    async with yard_of(skills_root) as yard:
+        env = await yard.run("md", {})
+    assert env["mod"] is True
+
+
+async def test_result_processors_ascending_order_sync_and_async(echo_root, plugin_reg):
+    """hooks.md: '`processor(envelope, run)` may be sync or async'; 'Processors run in ascending `order`'."""
+    trail: list[str] = []
+
+    def late(envelope, run):
+        trail.append("late")
+        return {**envelope, "late": True}
+
+    async def early(envelope, run):
+        trail.append("early")
+        return {**envelope, "early": run.skill.name, "depth": run.depth}
+
+    class P:
+        @hookimpl
+        def register_result_processors(self, register):
+            register(9901, "probe-late", late)
+            register(9801, "probe-early", early)
+
+    plugin_reg(P(), "probe2-proc")
+    async with yard_of(echo_root) as yard:
+        env = await yard.run("echo", {})
+    assert trail == ["early", "late"] and env["late"] is True and env["early"] == "echo" and env["depth"] == 0
+
+
+async def test_result_processor_not_run_on_refused_runs(echo_root, plugin_reg):
+    """hooks.md: 'Processors run ... on runs that actually executed (not on runs refused by gating, input validation
+    or the failure budget)'."""
+    trail: list[str] = []
+
+    def proc(envelope, run):
+        trail.append(run.skill.name)
+        return envelope
+
+    class P:
+        @hookimpl
+        def register_result_processors(self, register):
+            register(9902, "probe-refused", proc)
+
+    plugin_reg(P(), "probe2-refused")
+    async with yard_of(echo_root) as yard:
+        await yard.run("notes__add", {})
+        turn = yard.new_turn(session_id="pr")
+        await yard.run("ret", {"ret": FAIL, "n": 1}, turn=turn)
+        await yard.run("ret", {"ret": FAIL, "n": 2}, turn=turn)
+        await yard.run("ret", {"n": 3}, turn=turn)
+    assert trail == ["ret", "ret"]
+
+
+async def test_result_processor_run_object_fields(echo_root, plugin_reg):
+    """hooks.md: '`run` is a `skillyard.invoke.pipeline.Run` with `skill`, `subcommand`, `input`, `context`, `turn`,
+    `depth` and `started` (epoch seconds)'."""
+    seen: dict[str, Any] = {}
+
+    def proc(envelope, run):
+        seen.update(
+            skill=run.skill.name,
+            sub=run.subcommand,
+            input=dict(run.input),
+            ctx=run.context["session_id"],
+            turn=run.turn,
+            depth=run.depth,
+            started=run.started,
+        )
+        return envelope
+
+    class P:
+        @hookimpl
+        def register_result_processors(self, register):
+            register(9903, "probe-fields", proc)
+
+    plugin_reg(P(), "probe2-fields")
+    async with yard_of(echo_root) as yard:
+        turn = yard.new_turn(session_id="rf")
+        await yard.run("notes__add", {"text": "hi"}, turn=turn)
+    assert seen["skill"] == "notes" and seen["sub"] == "add" and seen["input"]["text"] == "hi"
+    assert seen["ctx"] == "rf" and seen["turn"] is turn and seen["depth"] == 0
+    assert isinstance(seen["started"], float) and seen["started"] > 1e9
+
+
+async def test_result_processor_raising_is_not_a_traceback(echo_root, plugin_reg):
+    """README: '`yard.run` ... always returns an envelope ... a skill's failures never raise' — a faulty processor
+    plugin must not turn a run into an uncaught exception."""
+
+    def bad(envelope, run):
+        raise RuntimeError("processor broke")
+
+    class P:
+        @hookimpl
+        def register_result_processors(self, register):
+            register(9904, "probe-bad", bad)
+
+    plugin_reg(P(), "probe2-badproc")
+    async with yard_of(echo_root) as yard:
+        try:
+            env = await yard.run("echo", {})
+        except SkillyardError:
+            return
+    assert isinstance(env, dict) and "ok" in env
+
+
+async def test_extra_context_sync_dict_and_no_overwrite(echo_root, plugin_reg):
+    """hooks.md: 'Returns extra `runtime_context` keys ...: a dict ... Keys the context already has are never
+    overwritten.'"""
+
+    class P:
+        @hookimpl
+        def extra_context(self, skill, context):
+            return {"tenant": "acme", "org_id": "EVIL", "channel": "EVIL", "actor_name": "EVIL"}
+
+    plugin_reg(P(), "probe2-ec")
+    async with yard_of(echo_root) as yard:
+        ctx = (await yard.run("dump", {}, context={"org_id": "o1", "channel": "web"}))["ctx"]
+    assert ctx["tenant"] == "acme" and ctx["org_id"] == "o1" and ctx["channel"] == "web"
+    assert ctx["actor_name"] == ""
+
+
+async def test_extra_context_none_and_callable(echo_root, plugin_reg):
+    """hooks.md: 'a dict, a callable returning one, an awaitable, or `None`'."""
+
+    class A:
+        @hookimpl
+        def extra_context(self, skill, context):
+            return None
+
+    class B:
+        @hookimpl
+        def extra_context(self, skill, context):
+            return lambda: {"from_callable": skill.name}
+
+    plugin_reg(A(), "probe2-ecn")
+    plugin_reg(B(), "probe2-ecc")
+    async with yard_of(echo_root) as yard:
+        ctx = (await yard.run("dump", {}))["ctx"]
+    assert ctx["from_callable"] == "dump"
+
+
+async def test_extra_context_async_def_impl(echo_root, plugin_reg):
+    """Issue: 'Async hook implementations must work (await what a hook returns when it is awaitable).'"""
+
+    class P:
+        @hookimpl
+        async def extra_context(self, skill, context):
+            await asyncio.sleep(0)
+            return {"async_key": context["session_id"] or "none"}
+
+    plugin_reg(P(), "probe2-eca")
+    async with yard_of(echo_root) as yard:
+        ctx = (await yard.run("dump", {}, context={"session_id": "aa"}))["ctx"]
+    assert ctx["async_key"] == "aa"
+
+
+async def test_extra_context_for_call_skill_runs(echo_root, plugin_reg):
+    """hooks.md: 'Called for every run, `call_skill` runs included'."""
+    names: list[str] = []
+
+    class P:
+        @hookimpl
+        def extra_context(self, skill, context):
+            names.append(skill.name)
+            return {"hooked": True}
+
+    plugin_reg(P(), "probe2-eccs")
+    async with yard_of(echo_root) as yard:
+        env = await yard.run("caller", {"target": "dump", "input": {}})
+    assert names == ["caller", "dump"] and env["inner"]["ctx"]["hooked"] is True
+
+
+async def test_extra_context_sees_configs(echo_root, plugin_reg):
+    """hooks.md: 'Called ... after the platform fields and configs are in place.'"""
+    seen: dict[str, Any] = {}
+
+    class P:
+        @hookimpl
+        def extra_context(self, skill, context):
+            seen["units"] = context.get("units")
+            seen["role"] = context.get("role_id")
+            return None
+
+    plugin_reg(P(), "probe2-eccfg")
+    async with yard_of(echo_root) as yard:
+        await yard.run("dump", {}, context={"role_id": "r9", "skill_configs": {"units": "metric"}})
+    assert seen == {"units": "metric", "role": "r9"}
+
+
+async def test_extra_context_raising_gives_envelope(echo_root, plugin_reg):
+    """README: '`yard.run` ... always returns an envelope'. A raising extra_context hook must not escape as a bare
+    exception."""
+
+    class P:
+        @hookimpl
+        def extra_context(self, skill, context):
+            raise RuntimeError("hook broke")
+
+    plugin_reg(P(), "probe2-ecr")
+    async with yard_of(echo_root) as yard:
+        try:
+            env = await yard.run("echo", {})
+        except SkillyardError:
+            return
+    assert isinstance(env, dict) and "ok" in env
+
+
+async def test_extra_context_non_json_value_subprocess_ok(make_skill, skills_root, plugin_reg):
+    """hooks.md: 'values that are not JSON-serializable are also left out of `SKILL_CONTEXT`'."""
+    make_skill(
+        "sub_ctx",
+        frontmatter="name: sub_ctx\ndescription: s\nexec:\n  config: run.sh",
+        files={"run.sh": 'printf "%s" "$SKILL_CONTEXT"\n'},
+    )
+
+    class P:
+        @hookimpl
+        def extra_context(self, skill, context):
+            return {"opaque": object(), "plain": "P1", "_private": "HIDDEN"}
+
+    plugin_reg(P(), "probe2-ecsub")
+    async with yard_of(skills_root) as yard:
+        env = await yard.run("sub_ctx", {})
+    assert env["ok"] is True, env
+    assert env["plain"] == "P1" and "opaque" not in env and "_private" not in env
+
+
+async def test_skill_roots_none_missing_and_source(make_skill, tmp_path, skills_root, plugin_reg):
+    """hooks.md: 'Returns a list of extra folders ..., or `None`'; 'Folders that do not exist are ignored'; 'their
+    skills get `source: plugin` unless they declare one'."""
+    proot = tmp_path / "proot"
+    make_skill("plugged", files={"handler.py": OK_HANDLER}, root=proot)
+
+    class A:
+        @hookimpl
+        def skill_roots(self, yard):
+            return None
+
+    class B:
+        @hookimpl
+        def skill_roots(self, yard):
+            return [str(tmp_path / "nope"), str(proot)]
+
+    plugin_reg(A(), "probe2-sra")
+    plugin_reg(B(), "probe2-srb")
+    async with yard_of(skills_root) as yard:
+        env = await yard.run("plugged", {})
+        skill = yard.skill("plugged")
+    assert env["ok"] is True and skill.source == "plugin"
+
+
+async def test_skill_roots_accept_path_objects(make_skill, tmp_path, skills_root, plugin_reg):
+    """hooks.md example returns `str(Path(...))`; a plugin returning a `Path` must not crash the host."""
+    proot = tmp_path / "proot2"
+    make_skill("plugged2", files={"handler.py": OK_HANDLER}, root=proot)
+
+    class P:
+        @hookimpl
+        def skill_roots(self, yard):
+            return [proot]
+
+    plugin_reg(P(), "probe2-srp")
+    try:
+        yard = yard_of(skills_root)
+    except SkillyardError:
+        return
+    async with yard:
+        env = await yard.run("plugged2", {})
+    assert env["ok"] is True
+
+
+def test_register_commands_plugin_command(plugin_reg, capsys):
+    """hooks.md: 'Adds commands to the `skillyard` CLI. `cli` is the root `click.Group`; called before click parses the
+    command line.'"""
+    import click
+
+    class P:
+        @hookimpl
+        def register_commands(self, cli):
+            @cli.command(name="probe2-hello")
+            @click.argument("who", default="world")
+            def hello(who):
+                click.echo(f"hello {who}")
+
+    plugin_reg(P(), "probe2-cmd")
+    from skillyard.cli import cli, main
+
+    try:
+        with pytest.raises(SystemExit) as info, pytest.MonkeyPatch.context() as mp:
+            mp.setattr("sys.argv", ["skillyard", "probe2-hello", "Ada"])
+            main()
+        assert info.value.code in (0, None)
+    finally:
+        cli.commands.pop("probe2-hello", None)
+    assert "hello Ada" in capsys.readouterr().out

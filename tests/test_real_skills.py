@@ -21,11 +21,11 @@ import json5
 import pytest
 import yaml
 
-from support import corpus
 from skillyard import SkillYard
 from skillyard.catalog.describe import describe_entry, describe_skill
 from skillyard.catalog.frontmatter_parser import normalize_text
 from skillyard.catalog.requires import parse_requirements
+from support import corpus
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 

@@ -1,13 +1,11 @@
-"""What the artifacts review probes share (tests/test_outputs_conformance*.py): test data, unique session ids, the
-skills they run, the session's attachment listing, the real CLI in a subprocess, and the fixtures for private
-addresses and a SkillYard over the test's skill root."""
+"""What the artifacts probes share (tests/outputs, tests/invoke, tests/storage, tests/cli): test data, unique
+session ids, the skills they run, the session's attachment listing, and the fixtures for private addresses and a
+SkillYard over the test's skill root (shared by every test folder through the root conftest)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +18,7 @@ from skillyard import SkillYard
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
 HTML = b"<!DOCTYPE html><html><head><title>a page</title></head><body>hello</body></html>"
 JSON_BODY = b'{"data": [1, 2, 3], "ok": true}'
+MP3 = b"ID3\x03\x00\x00\x00" + b"\xff\xfb" * 500
 
 #: A handler that echoes its input, its workspace and its attachments.
 ECHO = """
@@ -33,6 +32,21 @@ URLS = "return dict(input['result'])"
 def sid(name: str) -> str:
     """A session id unique to this test run (the PostgreSQL of the pytest session is shared by every test)."""
     return f"probe-{name}-{uuid.uuid4().hex[:8]}"
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def make_files(folder: Path, names: list[str]) -> list[Path]:
+    """Files named ``names`` in ``folder``, each holding its own name three times."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name in names:
+        path = folder / name
+        path.write_bytes(name.encode() * 3)
+        out.append(path)
+    return out
 
 
 def files_in(folder: Path) -> list[str]:
@@ -60,20 +74,6 @@ async def listed(session: str) -> list[dict[str, Any]]:
         return [a.as_dict() for a in await yard.attachments.for_session(session)]
 
 
-def cli(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """The real ``skillyard`` command in a subprocess (python -m skillyard), with this test's environment."""
-    return subprocess.run(
-        [sys.executable, "-m", "skillyard", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-    )
-
-
 @pytest.fixture
 def allow_private(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKILLYARD_ALLOW_PRIVATE_URLS", "1")
@@ -92,3 +92,29 @@ def yard_for(skills_root: Path) -> Callable[..., SkillYard]:
         return SkillYard(skills_dirs=[skills_root], include_builtin=False, **kwargs)
 
     return make
+
+
+WRITE_AND_RETURN = """
+for name, text in input.get("files", {}).items():
+    target = ws / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+return json.loads(json.dumps(input.get("result", {"ok": True})).replace("{ws}", str(ws)))
+"""
+
+
+def writer(make_skill, name: str = "writer", frontmatter: str | None = None) -> None:
+    result_skill(make_skill, name, WRITE_AND_RETURN, frontmatter=frontmatter)
+
+
+BIG_ROWS = [{"i": n, "text": "x" * 100} for n in range(200)]
+
+
+def url_skill(make_skill) -> None:
+    """The skill ``urls``: its result is its input's ``result``."""
+    result_skill(make_skill, "urls", URLS)
+
+
+async def attach_and_close(session: str, path: Path) -> list[str]:
+    async with SkillYard(include_builtin=False) as yard:
+        return [i["ref"] for i in await yard.attach(session, [path])]
