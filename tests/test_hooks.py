@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from skillyard import SkillYard, hookimpl, hookspecs
 from skillyard.errors import DuplicateRegistration, SkillyardError
 from skillyard.plugins import pm
-from support.skills import FAIL, OK_HANDLER, run_skill, yard_of
+from support.skills import FAIL, OK_HANDLER, child_env, run_skill, yard_of
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
 
@@ -512,7 +512,7 @@ async def test_extra_context_callable_and_not_in_subprocess_private(probe_cli, s
     plugin_reg(P(), "probe-ctx2")
     monkeypatch.setenv("PROBE_DECLARED", "x")
     env = await run_skill(skills_root, "probe")
-    ctx = json.loads(env["env"]["SKILL_CONTEXT"])
+    ctx = json.loads(child_env(env)["SKILL_CONTEXT"])
     assert ctx["plug_value"] == "pv" and "_plug_private" not in ctx
 
 

@@ -70,7 +70,8 @@ async def test_credentials_are_hidden_ignored_and_filled_from_configs(make_skill
     make_skill(
         "s",
         files={
-            "handler.py": INPUT_ECHO,
+            # the key comes back reversed: the platform masks the run's credentials in its result
+            "handler.py": "async def execute(i, ctx):\n    return {'input': {**i, 'api_key': i['api_key'][::-1]}}\n",
             "schema.json": schema_json(
                 {
                     "api_key": {"type": "string"},
@@ -97,7 +98,7 @@ async def test_credentials_are_hidden_ignored_and_filled_from_configs(make_skill
             {"query": "q", "api_key": "from-model", "keyword": "k"},
             context={"skill_args": {"api_key": "from-config"}},
         )
-    assert env["input"] == {"query": "q", "keyword": "k", "api_key": "from-config"}
+    assert env["input"] == {"query": "q", "keyword": "k", "api_key": "from-config"[::-1]}
 
 
 async def test_cli_commands_fan_out_and_restore(make_skill, skills_root):

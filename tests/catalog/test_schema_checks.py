@@ -86,7 +86,8 @@ async def test_a_recursive_schema_that_descends_is_fine(make_skill, skills_root)
 
 
 async def test_a_catastrophic_pattern_is_stopped_and_the_input_refused(make_skill, skills_root):
-    schema_skill(make_skill, "redos", {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a|a)*$"}}})
+    pattern = {"type": "string", "pattern": "^(a|a)*$"}
+    schema_skill(make_skill, "redos", {"type": "object", "properties": {"s": pattern}})
     evil = "a" * 40 + "!"
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         started = time.monotonic()
@@ -107,11 +108,9 @@ async def test_pattern_properties_and_additional_properties_are_time_limited_too
         extra = await yard.run("keys", {"zzz": "x"})
         matched = await yard.run("keys", {"bbb": "x"})
     assert slow["ok"] is False and "took longer than" in slow["error"]
-    assert (
-        (extra["ok"] is False
-        and "do not match any of the regexes" in extra["error"])
-        or "does not match" in extra["error"]
-    )
+    assert (extra["ok"] is False and "do not match any of the regexes" in extra["error"]) or "does not match" in extra[
+        "error"
+    ]
     assert matched["ok"] is True
 
 

@@ -18,7 +18,7 @@ from skillyard import SkillYard
 from skillyard.invoke.pipeline import _wall_clock
 from skillyard.settings import Settings
 from support.cli import listing, one
-from support.skills import PROBE_CLI, inline_shell_skill, run_skill, shell_skill
+from support.skills import PROBE_CLI, child_env, inline_shell_skill, run_skill, shell_skill
 
 
 def needs(binary: str) -> pytest.MarkDecorator:
@@ -122,8 +122,10 @@ import os
 
 if __name__ == "__main__":
     argparse.ArgumentParser().parse_known_args()
-    print(json.dumps({"env": dict(os.environ)}))
+    # values reversed: the platform masks the run's credentials in its result, and the tests read them back here
+    print(json.dumps({"env": {k: v[::-1] for k, v in os.environ.items()}}))
 """
+
 
 CREDENTIAL_SKILL = """
 name: creds
@@ -445,7 +447,7 @@ async def test_child_environment_is_minimal_plus_declared_credentials(make_skill
         skill_args={"SERVICE_PIN": "pin-from-configs", "api_token": "undeclared-secret", "region": "eu"},
     )
     assert env["ok"] is True, env
-    child = env["env"]
+    child = child_env(env)
     assert set(child) <= BASE | {"DEPLOY_TOKEN", "SERVICE_PIN"}, set(child) - BASE
     assert "SKILLYARD_TEST_UNDECLARED" not in child
     assert child["DEPLOY_TOKEN"] == "token-from-host"
@@ -463,9 +465,9 @@ async def test_declared_credential_from_configs_beats_the_host(make_skill, skill
     monkeypatch.setenv("DEPLOY_TOKEN", "token-from-host")
     monkeypatch.setenv("SERVICE_PIN", "pin-from-host")
     env = await run_skill(skills_root, "creds", skill_args={"deploy_token": "token-from-configs"})
-    assert env["env"]["DEPLOY_TOKEN"] == "token-from-configs"
-    assert env["env"]["SERVICE_PIN"] == "pin-from-host"
-    assert "token-from-configs" not in env["env"]["SKILL_CONTEXT"]
+    assert child_env(env)["DEPLOY_TOKEN"] == "token-from-configs"
+    assert child_env(env)["SERVICE_PIN"] == "pin-from-host"
+    assert "token-from-configs" not in child_env(env)["SKILL_CONTEXT"]
 
 
 async def test_missing_declared_credential_is_not_run(make_skill, skills_root, monkeypatch):
@@ -497,7 +499,7 @@ exec:
     type: INLINE_SHELL
     command: |
       printf '{"argv": "%s", "input": %s, "token": "%s", "pin": "%s", "context": %s}' \
-        "$*" "$SKILL_INPUT" "$API_TOKEN" "$VAULT_PIN" "$SKILL_CONTEXT"
+        "$*" "$SKILL_INPUT" "$(printf %s "$API_TOKEN" | rev)" "$VAULT_PIN" "$SKILL_CONTEXT"
 """,
         files={
             "schema.json": json.dumps(
@@ -521,7 +523,8 @@ exec:
     assert env["ok"] is True, env
     assert env["argv"] == "--q x"
     assert env["input"] == {"q": "x"}
-    assert (env["token"], env["pin"]) == ("T0K-from-configs", "4321")
+    # the token comes back reversed: the platform masks the run's credentials in its result
+    assert (env["token"][::-1], env["pin"]) == ("T0K-from-configs", "4321")
     assert "4321" not in json.dumps(env["context"]) and "T0K" not in json.dumps(env["context"])
 
 
@@ -555,7 +558,7 @@ async def test_skill_input_and_context_env(probe_cli, skills_root, monkeypatch):
     keys, never db/call_skill)'."""
     monkeypatch.setenv("PROBE_DECLARED", "d")
     env = await run_skill(skills_root, "probe", {"a": 1}, _meta={"internal": 1}, org_name="acme", role_id="r1")
-    child = env["env"]
+    child = child_env(env)
     assert json.loads(child["SKILL_INPUT"]) == {"a": 1}
     ctx = json.loads(child["SKILL_CONTEXT"])
     assert not [k for k in ctx if k.startswith("_")]
@@ -573,7 +576,7 @@ async def test_child_env_is_minimal(probe_cli, skills_root, monkeypatch):
     monkeypatch.setenv("HOST_ONLY_SECRET", "leakme")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-leak")
     env = await run_skill(skills_root, "probe", {})
-    child = env["env"]
+    child = child_env(env)
     assert child["PROBE_DECLARED"] == "declared-v" and child["PROBE_PRIMARY"] == "primary-v"
     assert "HOST_ONLY_SECRET" not in child and "AWS_SECRET_ACCESS_KEY" not in child
     extra = set(child) - {
@@ -600,7 +603,7 @@ async def test_declared_credential_from_configs(probe_cli, skills_root, monkeypa
     §5.2)'."""
     monkeypatch.setenv("PROBE_DECLARED", "from-host")
     env = await run_skill(skills_root, "probe", {}, skill_configs={"PROBE_DECLARED": "from-config"})
-    assert env["env"]["PROBE_DECLARED"] == "from-config"
+    assert child_env(env)["PROBE_DECLARED"] == "from-config"
 
 
 @pytest.mark.spec("§5.2")
@@ -620,7 +623,7 @@ async def test_skill_context_has_no_secrets(probe_cli, skills_root, monkeypatch)
         actor_key="AK1",
         idempotency_key="IK1",
     )
-    ctx_text = env["env"]["SKILL_CONTEXT"]
+    ctx_text = child_env(env)["SKILL_CONTEXT"]
     assert "TOKVAL12345" not in ctx_text and "BEGIN PRIVATE KEY" not in ctx_text and "PWVAL98765" not in ctx_text
     assert "eu-1" in ctx_text
     # the platform's own fields are not credentials, although their names contain "key"
@@ -643,8 +646,8 @@ async def test_credential_param_as_env_not_argv(make_skill, skills_root):
         },
     )
     env = await run_skill(skills_root, "cp", {"q": "z"}, skill_configs={"api_token": "CFGTOKEN99"})
-    assert env["env"].get("API_TOKEN") == "CFGTOKEN99"
-    assert "CFGTOKEN99" not in json.dumps(env["argv"]) and "CFGTOKEN99" not in env["env"]["SKILL_INPUT"]
+    assert child_env(env).get("API_TOKEN") == "CFGTOKEN99"
+    assert "CFGTOKEN99" not in json.dumps(env["argv"]) and "CFGTOKEN99" not in child_env(env)["SKILL_INPUT"]
 
 
 async def test_cwd_is_session_workspace(probe_cli, skills_root, monkeypatch, home):
@@ -816,7 +819,7 @@ async def test_cli_subcommand_is_argv0(make_skill, skills_root):
     )
     env = await run_skill(skills_root, "clisub__add", {"text": "t"})
     assert env["argv"][0] == "add" and env["argv"][1:] == ["--text", "t"]
-    assert json.loads(env["env"]["SKILL_INPUT"]).get("_subcommand") in ("add", None)
+    assert json.loads(child_env(env)["SKILL_INPUT"]).get("_subcommand") in ("add", None)
 
 
 async def test_secret_scrubbed_from_stderr_tail(make_skill, skills_root, monkeypatch):
@@ -837,7 +840,7 @@ async def test_subprocess_has_no_call_skill(probe_cli, skills_root, monkeypatch)
     """Issue: 'Subprocess and HTTP skills have no `call_skill`'."""
     monkeypatch.setenv("PROBE_DECLARED", "x")
     env = await run_skill(skills_root, "probe")
-    assert "call_skill" not in json.loads(env["env"]["SKILL_CONTEXT"])
+    assert "call_skill" not in json.loads(child_env(env)["SKILL_CONTEXT"])
 
 
 async def test_subprocess_large_stdout_and_stderr(make_skill, skills_root):

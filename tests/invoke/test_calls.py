@@ -132,7 +132,8 @@ async def test_callee_configs_are_looked_up_afresh(make_skill, skills_root, db_e
         await yard.configs.set("role-a", "callee", {"region": "eu", "api_token": "callee-secret"})
         await yard.configs.set("role-a", "caller", {"caller_only": "x"})
         r = (await yard.run("caller", context={"role_id": "role-a"}))["r"]
-    assert r["ctx"]["skill_args"] == {"region": "eu", "api_token": "callee-secret"}
+    # the callee saw its secret; what it returns to its caller has it masked (another skill's context)
+    assert r["ctx"]["skill_args"] == {"region": "eu", "api_token": "***"}
     assert "caller_only" not in r["ctx"]
     assert r["input"] == {"region": "eu"}  # the callee's own configs fill what the caller left out
 

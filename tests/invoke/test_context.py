@@ -66,6 +66,7 @@ CONTEXT_KEYS = {"type", "att_type", "filename", "local_path", "url", "ref"}
 
 
 async def _insert_row(database_url: str, session: str, path: Path) -> None:
+    """Another process registering a file: its row, then a new generation of the session (storage/attachments.py)."""
     import asyncpg
 
     conn = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
@@ -81,6 +82,9 @@ async def _insert_row(database_url: str, session: str, path: Path) -> None:
         )
     finally:
         await conn.close()
+    generation = Path(os.environ["SKILLYARD_HOME"]) / "attachments" / session
+    generation.parent.mkdir(parents=True, exist_ok=True)
+    generation.write_bytes(os.urandom(16))
 
 
 async def test_attachments_are_read_once_per_turn(make_skill, yard_for, db_env, tmp_path):

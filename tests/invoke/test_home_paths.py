@@ -22,7 +22,6 @@ def echo(make_skill):
         "{home}/workspaces/victim/private.pdf",
         "file://{home}/secret.key",
         "{home}/workspaces/s-own/../../secret.key",
-        "../../secret.key",
         "{link}/secret.key",
     ],
 )
@@ -33,7 +32,7 @@ async def test_a_path_into_skillyards_home_is_refused_under_any_field(echo, skil
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         flat = await yard.run("echo", {"config_location": text}, context={"session_id": "s-own"})
         nested = await yard.run("echo", {"options": {"list": ["x", text]}}, context={"session_id": "s-own"})
-    for envelope, field in ((flat, "config_location"), (nested, "options")):
+    for envelope, field in ((flat, "config_location"), (nested, "list")):
         assert envelope["ok"] is False and envelope["invalid_input"] is True and envelope["need_param"] == field
         assert "inside skillyard's own folder (SKILLYARD_HOME" in envelope["error"]
 

@@ -150,7 +150,9 @@ async def test_defaults_not_filled_in(make_skill, skills_root):
 
 async def test_credential_input_ignored_and_filled_from_configs(make_skill, skills_root):
     """Issue: 'filled from configs at run time, and a value passed in the input for them is ignored'."""
-    make_skill("cred2", files={"schema.json": json.dumps(CRED_SCHEMA), "handler.py": ECHO})
+    # the key comes back reversed: the platform masks the run's credentials in its result
+    reversed_key = "async def execute(i, ctx):\n    return {'got': {**i, 'api_key': i['api_key'][::-1]}}\n"
+    make_skill("cred2", files={"schema.json": json.dumps(CRED_SCHEMA), "handler.py": reversed_key})
     env = await run_skill(
         skills_root,
         "cred2",
@@ -158,7 +160,7 @@ async def test_credential_input_ignored_and_filled_from_configs(make_skill, skil
         skill_configs={"api_key": "from-config"},
     )
     assert env["ok"] is True
-    assert env["got"]["api_key"] == "from-config" and env["got"].get("plain") != "model"
+    assert env["got"]["api_key"][::-1] == "from-config" and env["got"].get("plain") != "model"
 
 
 async def test_fan_out_call_restores_subcommand_and_validates(make_skill, skills_root):

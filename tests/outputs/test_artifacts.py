@@ -304,7 +304,8 @@ async def test_relative_artifact_name_with_dotdot_does_not_register_files_outsid
         turn = yard.new_turn(session_id="esc-1", channel="web")
         a = await yard.run("namer", {"name": "../../secret.txt"}, turn=turn)
         b = await yard.run("lister", {"name": "../victim-2/private.pdf"}, turn=turn)
-    assert "ref" not in a and "ref" not in b["files"][0]
+    # since the hardening issue such input is refused before the skill runs (it names a file under SKILLYARD_HOME)
+    assert "ref" not in a and "ref" not in (b.get("files") or [{}])[0]
     assert turn.artifacts == []
 
 
@@ -466,7 +467,7 @@ async def test_declared_artifact_in_another_session_is_not_registered(db_env, ma
     async with yard_for() as yard:
         turn = yard.new_turn(session_id=session, channel="web")
         env = await yard.run("thief", {"p": value}, turn=turn)
-    assert "ref" not in env["files"][0], env
+    assert "ref" not in (env.get("files") or [{}])[0], env  # an absolute one is refused as input since hardening
     assert turn.artifacts == []
     assert await listed(session) == []
 
@@ -741,8 +742,9 @@ return {{"ok": True, "images": ["innocent.png"]}}
     assert await listed(session) == []
 
 
-async def test_an_absolute_declared_path_outside_the_workspace_is_registered(db_env, make_skill, yard_for, tmp_path):
-    """docs: "An absolute path may point anywhere but into another session's workspace"."""
+async def test_an_absolute_declared_path_outside_the_workspace_is_refused(db_env, make_skill, yard_for, tmp_path):
+    """Hardening issue: "register only files inside the session's workspace; a declared file elsewhere is refused
+    with a warning in the envelope" (it was registered before: /etc/passwd became downloadable)."""
     target = tmp_path / "exports" / "report.pdf"
     target.parent.mkdir()
     target.write_bytes(b"%PDF-1.4 report")
@@ -750,11 +752,13 @@ async def test_an_absolute_declared_path_outside_the_workspace_is_registered(db_
     session = sid("absout")
     async with yard_for() as yard:
         env = await yard.run(
-            "writer", {"result": {"ok": True, "files": [{"local_path": str(target)}]}}, context={"session_id": session}
+            "writer",
+            {"result": {"ok": True, "files": [{"local_path": str(target)}, {"local_path": "/etc/passwd"}]}},
+            context={"session_id": session},
         )
-    assert env["files"][0]["ref"] == "file_1", env
-    [row] = await listed(session)
-    assert row["local_path"] == str(target.resolve()) and row["sha256"] == sha(b"%PDF-1.4 report")
+    assert env["ok"] is True and all("ref" not in f for f in env["files"]), env
+    assert sum("is outside the session's workspace" in w for w in env["warnings"]) == 2
+    assert await listed(session) == []
 
 
 async def test_a_file_older_than_the_run_is_not_collected(db_env, make_skill, yard_for, home):

@@ -98,12 +98,20 @@ def main():
     p = argparse.ArgumentParser()
     p.parse_known_args()
     print("log line", file=sys.stderr)
-    print(json.dumps({"ok": True, "argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(), "pid":
-    os.getpid()}))
+    env = {k: v[::-1] for k, v in os.environ.items()}  # reversed: results have the run's credentials masked
+    print(json.dumps({"ok": True, "argv": sys.argv[1:], "env": env, "cwd": os.getcwd(), "pid": os.getpid()}))
 if __name__ == "__main__":
     main()
 """
-"""A Python CLI skill (argparse, ``__main__``) that prints its argv, environment, working folder and pid."""
+"""A Python CLI skill (argparse, ``__main__``) that prints its argv, environment (values reversed: read them with
+:func:`child_env`), working folder and pid."""
+
+
+def child_env(envelope: dict[str, Any]) -> dict[str, str]:
+    """The environment a dumping skill (PROBE_CLI, ENV_DUMP) saw, its values reversed back: the platform masks a
+    run's credentials in its result, so they travel reversed."""
+    return {k: v[::-1] for k, v in envelope["env"].items()}
+
 
 FAIL = {"ok": False, "error": "nope", "error_type": "transient"}
 """A failure a skill returns (for RET)."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..credentials import masked_logger, secret_config
 from ..envelope import failure
 from ..hookspecs import hookimpl
-from ..invoke.context import NAMED_FIELDS, credential_value, subprocess_context
+from ..invoke.context import NAMED_FIELDS, config_value, credential_value, subprocess_context
 from ..invoke.inputs import SUBCOMMAND
 from .stdout import parse_stdout
 
@@ -106,9 +106,10 @@ def child_env(
     def credential(key: str) -> bool:  # declared names count whatever they look like (SERVICE_PIN, x-secret)
         return secret_config(key, declared)
 
-    for key, value in configs.items():  # a secret config leaves SKILL_CONTEXT (below): it travels as $KEY instead
-        if credential(key) and value not in (None, "") and not isinstance(value, dict):
-            env.setdefault(_env_name(key), str(value))
+    for key in skill.secret_configs:  # declared secret configs leave SKILL_CONTEXT (below): they travel as $KEY
+        value = config_value(key, configs)
+        if value is not None:
+            env.setdefault(_env_name(key), value)
 
     visible = subprocess_context(ctx)
     for key in ("skill_configs", "skill_args"):  # credentials travel as environment variables only

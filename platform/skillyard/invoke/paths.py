@@ -48,7 +48,7 @@ REF_ID = re.compile(r"\A(?:img|video|audio|file)_[0-9]+\Z")
 _REF_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-./\\])(?:img|video|audio|file)_[0-9]+(?![A-Za-z0-9_\-/\\]|\.[A-Za-z0-9])")
 _REMOTE_PREFIXES = ("http://", "https://", "data:")
 _SEPARATORS = re.compile(r"[/\\]")
-_PATH_STARTS = frozenset("/~fF")  # absolute, home-relative and file: URLs (a ".." anywhere is checked too)
+_PATH_STARTS = frozenset("/~fF")  # absolute, home-relative and file: URLs
 _BARE_IN_QUOTES = re.compile(r"[\"'\\$`]")  # characters that would end or be expanded inside quotes
 
 
@@ -268,25 +268,25 @@ def refuse_home_paths(input: Mapping[str, Any], workspace: Path, home: Path) -> 
     ``SKILLYARD_HOME`` outside this run's workspace: the key file, the database, other sessions' workspaces.
     Run after :func:`normalize_paths`, which has already placed the path fields' relative values in the workspace.
 
-    Absolute paths, ``~`` paths, ``file:`` URLs and relative paths with ``..`` (as the skill would open them, from
-    the workspace) are judged lexically and with symlinks resolved. Raises InputPathError naming the field.
+    Absolute paths, ``~`` paths and ``file:`` URLs are judged lexically and with symlinks resolved. Raises
+    InputPathError naming the nearest key.
     """
     home_spellings = {os.path.abspath(home), os.path.realpath(home)}
     own = {os.path.abspath(workspace), os.path.realpath(workspace)}
-    stack: list[tuple[str, Any]] = [(str(k), v) for k, v in input.items()]  # (top-level field, value)
+    stack: list[tuple[str, Any]] = [(str(k), v) for k, v in input.items()]  # (the nearest key, value)
     while stack:
         field, value = stack.pop()
         if isinstance(value, dict):
-            stack.extend((field, v) for v in value.values())
+            stack.extend((str(k), v) for k, v in value.items())
         elif isinstance(value, list):
             stack.extend((field, v) for v in value)
         elif (isinstance(value, str) and value[:1] in ("/", "~", "f", "F", ".")) or (
             isinstance(value, str) and ".." in value
         ):
-            _check_home_path(field, value, workspace, home_spellings, own)
+            _check_home_path(field, value, home_spellings, own)
 
 
-def _check_home_path(field: str, value: str, workspace: Path, home: set[str], own: set[str]) -> None:
+def _check_home_path(field: str, value: str, home: set[str], own: set[str]) -> None:
     if value[:5].lower() == "file:":
         try:
             path = unquote(urlsplit(value).path)
@@ -296,9 +296,7 @@ def _check_home_path(field: str, value: str, workspace: Path, home: set[str], ow
         path = os.path.expanduser(value)
     elif os.path.isabs(value):
         path = value
-    elif ".." in _SEPARATORS.split(value):
-        path = os.path.join(workspace, value)
-    else:
+    else:  # relative text ("../../etc/passwd" in a caption) is text; the path fields were placed already
         return
     if not path or "\0" in path:
         return
