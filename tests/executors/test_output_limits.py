@@ -26,7 +26,7 @@ def _peak_rss_mb(skills_root, env: dict[str, str], skill: str) -> tuple[dict, fl
     """Run one skill in a fresh process; its envelope and the process's peak resident memory."""
     code = textwrap.dedent(
         f"""
-        import asyncio, json, resource
+        import asyncio, json
         from skillyard import SkillYard
 
         async def main():
@@ -34,7 +34,9 @@ def _peak_rss_mb(skills_root, env: dict[str, str], skill: str) -> tuple[dict, fl
                 return await yard.run({skill!r}, {{}})
 
         envelope = asyncio.run(main())
-        print(json.dumps({{"envelope": envelope, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
+        # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking parent (the test process)
+        peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1]
+        print(json.dumps({{"envelope": envelope, "rss": int(peak)}}))
         """
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)

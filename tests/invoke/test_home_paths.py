@@ -26,7 +26,6 @@ def echo(make_skill):
     ],
 )
 async def test_a_path_into_skillyards_home_is_refused_under_any_field(echo, skills_root, home, tmp_path, value):
-    (home / "secret.key").write_text("k", encoding="utf-8")
     (tmp_path / "link").symlink_to(home)
     text = value.format(home=home, link=tmp_path / "link")
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:

@@ -15,8 +15,10 @@ async def execute(input, ctx):
 
 async def test_secrets_and_system_files_are_never_registered(make_skill, skills_root, db_env, home):
     make_skill("leaky", files={"handler.py": RETURNS})
-    (home / "secret.key").write_text("k", encoding="utf-8")
-    result = {"ok": True, "local_path": str(home / "secret.key"), "files": ["/etc/passwd"]}
+    key = home / "keys" / "other.key"  # a file under SKILLYARD_HOME (not the real key file: the run needs that)
+    key.parent.mkdir()
+    key.write_text("k", encoding="utf-8")
+    result = {"ok": True, "local_path": str(key), "files": ["/etc/passwd"]}
     async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
         envelope = await yard.run("leaky", {"result": json.dumps(result)}, context={"session_id": "s-leak"})
         listed = await yard.attachments.for_session("s-leak")
