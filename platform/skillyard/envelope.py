@@ -177,14 +177,36 @@ MAX_NESTING = 64
 
 
 def nesting_problem(value: Any, limit: int = MAX_NESTING) -> str | None:
-    """The problem when ``value`` nests objects and arrays deeper than ``limit`` (measured without recursion)."""
+    """The problem with a JSON-like value from outside: objects and arrays nested deeper than ``limit``, or text
+    that is no Unicode (half of a surrogate pair, which nothing downstream can encode); measured without
+    recursion."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > limit:
             return f"it is nested more than {limit} levels deep; flatten it"
         if isinstance(node, dict):
-            stack.extend((child, depth + 1) for child in node.values() if isinstance(child, (dict, list)))
+            for key, child in node.items():
+                if isinstance(key, str) and not _is_text(key):
+                    return f"the key {key!r} is not valid Unicode (half of a surrogate pair); send valid text"
+                if isinstance(child, (dict, list)):
+                    stack.append((child, depth + 1))
+                elif isinstance(child, str) and not _is_text(child):
+                    return f"{child[:40]!r} is not valid Unicode (half of a surrogate pair); send valid text"
         elif isinstance(node, list):
-            stack.extend((child, depth + 1) for child in node if isinstance(child, (dict, list)))
+            for child in node:
+                if isinstance(child, (dict, list)):
+                    stack.append((child, depth + 1))
+                elif isinstance(child, str) and not _is_text(child):
+                    return f"{child[:40]!r} is not valid Unicode (half of a surrogate pair); send valid text"
     return None
+
+
+def _is_text(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -258,6 +258,8 @@ class SkillYard:
         key = given or session_id
         path = self._workspaces.get(key)
         if path is None:
+            if given and "\x00" in given:
+                raise InvalidInput(f"workspace_dir {given!r} contains a NUL byte; give a folder path without it")
             folder = Path(given) if given else self.settings.workspace_for(session_id)
             try:
                 folder.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -1041,3 +1042,23 @@ def test_cli_run_and_resume(tmp_path: Path) -> None:
         cli_main, ["agent", "run", str(agent_dir), "--session", "cli-2", "--message", "x", "--model", "nonsense"]
     )
     assert bad.exit_code != 0 and "script:" in bad.output and "Traceback" not in bad.output
+
+
+@pytest.mark.parametrize(
+    ("contract", "needle"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "is not UTF-8 text"),
+        (b'{"tools": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested more than 64 levels deep"),
+        (b"// comment\n{tools: " + b"[" * 3000 + b"]" * 3000 + b"}", "nested more than 64 levels deep"),
+        (b"{" + b",".join(b'"t%d": {"sideEffect": "NONE"}' % i for i in range(100_000)) + b"}", "over the limit"),
+    ],
+    ids=["binary", "deep-json", "deep-json5", "huge"],
+)
+def test_cli_check_of_an_unreadable_contract_is_a_finding_not_a_crash(memo_agent: MemoAgent, contract, needle):
+    """Hardening issue 17: binary, 100,000-deep and 100,000-tool contracts made `agent check` crash or hang."""
+    (memo_agent.keeper / "contract.json").write_bytes(contract)
+    started = time.monotonic()
+    result = skillyard_cli("agent", "check", str(memo_agent.dir), "--json")
+    assert time.monotonic() - started < 20
+    assert result.returncode == 1 and no_traceback(result), result.stderr
+    assert needle in result.stdout + result.stderr

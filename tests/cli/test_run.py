@@ -814,3 +814,24 @@ def test_cli_run_prints_refs_of_produced_artifacts(db_env, make_skill, skills_ro
     )
     env = json.loads(proc.stdout.strip().splitlines()[-1])
     assert env["images"][0]["ref"] == "img_1" and Path(env["images"][0]["local_path"]).is_absolute()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "needle"),
+    [
+        ("--input", '{"who": "\\ud800"}', "half of a surrogate pair"),
+        ("--input", '{"who": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        ("--input", '{"who": NaN}', "NaN is not a JSON number"),
+        ("--context", '{"triggered_at": Infinity}', "Infinity is not a JSON number"),
+        ("--context", '{"triggered_at": 1e18}', "between years 1 and 9999"),
+        ("--context", '{"triggered_at": -1e18}', "between years 1 and 9999"),
+        ("--context", '{"triggered_at": "NaN"}', "between years 1 and 9999"),
+        ("--context", '{"workspace_dir": "/tmp/a\\u0000b"}', "contains a NUL byte"),
+    ],
+    ids=["surrogate", "deep", "nan", "infinity", "far-future", "far-past", "nan-text", "nul-workspace"],
+)
+def test_inputs_that_crashed_are_usage_errors_naming_the_fix(hello, skills_root, option, value, needle):
+    """Hardening issue 17: each was a traceback before."""
+    args = ["run", "hello", "--skills-dir", skills_root]
+    args += ["--input", '{"who": "a"}'] if option == "--context" else []
+    usage_error(invoke(*args, option, value), needle)

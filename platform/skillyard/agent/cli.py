@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ..cli.output import print_table
+from ..cli.output import json_object, print_table
 from ..errors import SkillyardError
 
 _TOOL_IN_PATH = re.compile(r'^tools(?:\.([A-Za-z_][A-Za-z0-9_]*)|\["([^"]+)"\])')
@@ -132,18 +132,6 @@ def _report_turn(go: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json:
         raise SystemExit(1)
 
 
-def _context_option(value: str | None) -> dict[str, Any]:
-    if not value:
-        return {}
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise click.UsageError(f"--context is not valid JSON ({exc.msg} at position {exc.pos})") from None
-    if not isinstance(parsed, dict):
-        raise click.UsageError('--context must be a JSON object, e.g. \'{"user_id": "42", "org_id": "7"}\'')
-    return parsed
-
-
 @agent_group.command(name="run")
 @click.argument("agent_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--session", "session_id", required=True, help="Session id; later runs and resumes continue it.")
@@ -170,7 +158,7 @@ def run_cmd(
     from ..yard import SkillYard
     from .store import AgentStore
 
-    identity = _context_option(context)
+    identity = json_object(context, "context") or {}
 
     async def go() -> dict[str, Any]:
         async with SkillYard(skills_dirs=list(skills_dirs)) as yard:

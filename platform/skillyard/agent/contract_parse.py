@@ -6,11 +6,13 @@ skill, the rule (``§16.6``), the JSON path (``tools.createArticle.success``) an
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import json5
 
+from ..envelope import MAX_NESTING, nesting_problem
 from .contract import (
     UNSET,
     ArgContract,
@@ -309,13 +311,36 @@ class _ContractWalk(ContractReader):
                 self.fail("§16.8", where, f"verify tool {tool.verify.tool!r} must be read-only (sideEffect NONE)")
 
 
+#: The largest contract text read (JSON5 is parsed in Python: 8,000 tools took 22 s before this cap).
+MAX_CONTRACT_CHARS = 1_000_000
+
+
 def load_contract_text(raw: str | Mapping[str, Any]) -> Any:
-    """JSON with ``//`` and ``/* */`` comments (json5 reads a superset); a mapping is returned as is."""
-    if not isinstance(raw, str):
-        return raw
-    if not raw.strip():
-        raise ValueError("the contract is empty")
-    return json5.loads(raw)
+    """JSON with ``//`` and ``/* */`` comments (json5 reads a superset); a mapping is returned as is.
+
+    Plain JSON goes through the C parser first; only text it refuses (comments, trailing commas) is read as JSON5.
+    Text over MAX_CONTRACT_CHARS, and any contract nested deeper than MAX_NESTING, is refused before or instead of
+    being walked."""
+    if isinstance(raw, str):
+        if not raw.strip():
+            raise ValueError("the contract is empty")
+        if len(raw) > MAX_CONTRACT_CHARS:
+            raise ValueError(f"the contract has {len(raw):,} characters, over the limit of {MAX_CONTRACT_CHARS:,}")
+        try:
+            data = json.loads(raw)
+        except RecursionError:
+            raise ValueError(f"the contract is nested more than {MAX_NESTING} levels deep") from None
+        except ValueError:
+            try:
+                data = json5.loads(raw)
+            except RecursionError:
+                raise ValueError(f"the contract is nested more than {MAX_NESTING} levels deep") from None
+    else:
+        data = raw
+    too_deep = nesting_problem(data)
+    if too_deep:
+        raise ValueError(f"the contract cannot be used: {too_deep}")
+    return data
 
 
 def parse_contract(

@@ -145,6 +145,10 @@ def _raw_contract(skill: Skill, key: str) -> tuple[str | Mapping[str, Any] | Non
         )
     except OSError as exc:
         return None, LoadIssue(key, "§16.1", "contract", f"cannot read {file}: {exc.strerror}")
+    except UnicodeDecodeError as exc:
+        return None, LoadIssue(
+            key, "§16.1", "contract", f"{file} is not UTF-8 text (byte {exc.start}); save the contract as UTF-8 JSON"
+        )
 
 
 def load_contract_skill(

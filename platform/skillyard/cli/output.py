@@ -48,14 +48,29 @@ def json_object(value: str | None, option: str) -> dict[str, Any] | None:
                 f"--{option}: {path} is not UTF-8 text (byte {exc.start}); save the JSON file as UTF-8"
             ) from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
         raise click.UsageError(
             f'--{option} is not valid JSON ({exc}); pass an object such as \'{{"key": "value"}}\' or @file.json'
         ) from None
+    except RecursionError:
+        raise click.UsageError(f"--{option} is nested too deeply to read; send flatter JSON") from None
     if not isinstance(data, dict):
         raise click.UsageError(f"--{option} must be a JSON object, not {type(data).__name__}")
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise click.UsageError(
+            f"--{option} contains {exc.object[exc.start : exc.end]!r}, half of a surrogate pair that is no text; "
+            "send valid Unicode (escape the whole character, e.g. \\ud83d\\ude00)"
+        ) from None
+    except RecursionError:  # parsed, yet deeper than the encoder goes
+        raise click.UsageError(f"--{option} is nested too deeply to read; send flatter JSON") from None
     return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def print_json(value: Any) -> None:

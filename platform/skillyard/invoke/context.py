@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -99,6 +100,10 @@ _DEFAULTS: dict[str, Any] = {**FIXED_FIELDS, **PLATFORM_FIELDS}
 _EXTRA = object()
 
 
+#: The times a calendar date can show (years 1 to 9999), in seconds since the epoch.
+EARLIEST, LATEST = -62135596800.0, 253402300799.0
+
+
 def _typed(key: str, value: Any, empty: Any) -> Any:
     """Coerce a caller-provided value to the type of the field's empty value."""
     if value is None:
@@ -107,12 +112,15 @@ def _typed(key: str, value: Any, empty: Any) -> Any:
         return as_bool(value)
     if isinstance(empty, float):
         try:
-            return float(value)
+            number = float(value)
         except (TypeError, ValueError):
+            number = math.nan
+        if not EARLIEST <= number <= LATEST:  # NaN fails both; a time a calendar cannot show is no time
             raise InvalidInput(
-                f"context field {key!r} must be a number (seconds since the epoch), got {value!r}; "
-                "pass e.g. 1767225600.0 or leave it out (the platform fills in now)"
+                f"context field {key!r} must be a number of seconds since the epoch between years 1 and 9999, got "
+                f"{value!r}; pass e.g. 1767225600.0 or leave it out (the platform fills in now)"
             ) from None
+        return number
     if isinstance(empty, list):
         if isinstance(value, str):
             return [v.strip() for v in value.split(",") if v.strip()]

@@ -75,3 +75,17 @@ async def test_schema_required_missing_is_rejected_but_from_args_are_exempt(buil
     assert "title" in obs.content and "owner" not in obs.content  # owner comes from platform.userId
     assert "saveNote" in obs.next_step
     assert h.calls() == [] and h.ctx.evidence == []
+
+
+@needs_db
+async def test_arguments_nested_too_deeply_or_not_unicode_are_refused_before_the_call(memo_agent: MemoAgent):
+    """Hardening issue 17: a model's 100,000-deep argument made the chain raise RecursionError."""
+    deep = '{"query": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    medium = '{"query": ' + "[" * 100 + "]" * 100 + "}"
+    broken = '{"query": "\\ud800"}'
+    turn = await send_once(
+        memo_agent, "x", call("findNotes", deep), call("findNotes", medium), call("findNotes", broken), say("stop")
+    )
+    assert codes(turn) == [ARG_REJECTED, ARG_REJECTED, ARG_REJECTED] and memo_agent.calls() == []
+    assert "nested more than 64 levels" in turn.observations[0].content
+    assert "surrogate pair" in turn.observations[2].content

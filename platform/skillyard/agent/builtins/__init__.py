@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...envelope import MAX_NESTING, nesting_problem
 from ..codes import ErrorCode
 from ..context import NodeContext
 from ..state import Observation
@@ -117,6 +118,17 @@ def _parse(call: Call) -> JsonObject | Observation:
                 ErrorCode.ARG_JSON_INVALID,
                 f"the arguments are not valid JSON: {exc}",
                 f"call {call.name} again with a JSON object of arguments",
+            )
+        except RecursionError:
+            raw = None
+            too_deep: str | None = f"they are nested more than {MAX_NESTING} levels deep"
+        else:
+            too_deep = nesting_problem(raw)
+        if too_deep:
+            return call.refuse(
+                ErrorCode.ARG_REJECTED,
+                f"the arguments cannot be used: {too_deep}",
+                f"call {call.name} again with flatter, valid arguments",
             )
     if raw is None:
         return {}

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...envelope import is_empty
+from ...envelope import MAX_NESTING, is_empty, nesting_problem
 from ..codes import ErrorCode
 from ..state import Observation
 from .base import ChainCall, json_copy
@@ -31,6 +31,14 @@ def _schema(skill: Skill, tool_sub: str | None, args: dict[str, Any]) -> Mapping
     return schema.exposed
 
 
+def _too_deep(call: ChainCall, problem: str) -> Observation:
+    return call.refuse(
+        ErrorCode.ARG_REJECTED,
+        f"the arguments of {call.tool!r} cannot be used: {problem}",
+        f"call {call.tool} again with flatter, valid arguments",
+    )
+
+
 def check(call: ChainCall) -> Observation | None:
     raw = call.raw_arguments
     if isinstance(raw, str):
@@ -45,6 +53,11 @@ def check(call: ChainCall) -> Observation | None:
                     f"the arguments of {call.tool!r} are not valid JSON: {exc}",
                     f'call {call.tool} again with the arguments as one JSON object, e.g. {{"name": "value"}}',
                 )
+            except RecursionError:
+                return _too_deep(call, f"it is nested more than {MAX_NESTING} levels deep; flatten it")
+    too_deep = nesting_problem(raw)
+    if too_deep:
+        return _too_deep(call, too_deep)
     if type(raw) is not dict and not isinstance(raw, Mapping):
         return call.refuse(
             ErrorCode.ARG_REJECTED,
