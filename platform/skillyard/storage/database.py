@@ -75,6 +75,11 @@ class Database:
                 self._engine = engine
         return self._engine
 
+    async def url(self) -> str:
+        """The URL of the database in use, password included (the embedded server starts if it must)."""
+        engine = await self.engine()
+        return engine.url.render_as_string(hide_password=False)
+
     async def session_factory(self) -> async_sessionmaker[AsyncSession]:
         await self.engine()
         assert self._sessions is not None
