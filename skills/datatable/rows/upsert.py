@@ -18,12 +18,14 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+import hashlib
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import asyncpg
 
 from ..fields.errors import FieldError
+from ..store.names import KEY_LOCK_CLASS
 from ..store.schema import StoreError, TableInfo, quote_ident
 from .batch import batch_columns, batch_records, stamp_values, unnest_source, validate_rows
 from .context import RowContext, count_ids, load_context, scope_conditions, status_count, where_clause
@@ -189,6 +191,7 @@ async def upsert(
             by_key[key] = (number, values)
         batch = sorted(by_key.values(), key=lambda item: item[0])
         if batch:
+            await _lock_keys(conn, ctx.table.qualified, by_key)
             columns = batch_columns([v for _, v in batch], ctx)
             if optimistic:  # as in insert_batch: no savepoint; a row-level error redoes the action carefully
                 try:
@@ -250,6 +253,24 @@ async def upsert(
     if dropped:
         result["dropped"] = dropped
     return result
+
+
+def _key_hash(table: str, key: tuple[Hashable, ...]) -> int:
+    """A key's lock number: 32 bits of a stable hash of the table and the key values (a collision only makes two
+    keys wait for each other)."""
+    digest = hashlib.blake2b(f"{table}\x00{key!r}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+async def _lock_keys(conn: asyncpg.Connection, table: str, keys: Iterable[tuple[Hashable, ...]]) -> None:
+    """Serialise the writers of the same key values until the transaction ends: without a unique constraint two
+    concurrent MERGEs of one new key would both insert it. Locks are taken in one order, so writers never deadlock."""
+    hashes = sorted({_key_hash(table, key) for key in keys})
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock($1, k) FROM unnest($2::int4[]) WITH ORDINALITY AS u(k, n) ORDER BY n",
+        KEY_LOCK_CLASS,
+        hashes,
+    )
 
 
 async def _count_keys(

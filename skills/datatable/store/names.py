@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "FIELDS_TABLE",
     "GRANTS_TABLE",
+    "KEY_LOCK_CLASS",
     "MAX_NAME_BYTES",
     "META_PREFIX",
     "META_TABLES",
@@ -53,6 +54,8 @@ OWN_POLICY = META_PREFIX + "own"
 SCHEMA_LOCK_CLASS = 0x6474  # "dt"
 #: First key of the advisory lock that serialises the SQL channel's role setup (the second is hashtext(role)).
 ROLE_LOCK_CLASS = 0x5D7C
+#: First key of the advisory locks that serialise upserts of the same key values (the second is a key's hash).
+KEY_LOCK_CLASS = 0x6B79  # "ky"
 
 
 def org_key(org_id: Any) -> str:

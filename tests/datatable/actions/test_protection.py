@@ -379,3 +379,17 @@ async def test_backups_hold_json_ready_values_equal_to_query(yard: SkillYard, or
     assert env["ok"] and env["deleted"] == 1 and env["backup_file"], env
     saved = json.loads(Path(env["backup_file"]).read_text(encoding="utf-8"))
     assert saved == before, (saved, before)
+
+
+async def test_a_flat_confirm_token_deletes_instead_of_asking_again(yard: SkillYard, org: str, conn: Any) -> None:
+    """Hardening issue 3: a flat confirm_token was stripped as a credential, so chat mode asked for ever."""
+    table_id = await make_table(yard, org, rows=15)
+    ctx = context(org, chat_mode=True)
+    flat = {"action": "delete_by", "table_id": table_id, "filters": [{"field": "金额", "op": "gte", "value": 0}]}
+    asked = await yard.run("datatable", flat, context=ctx)
+    assert asked["needs_confirmation"] is True, asked
+    done = await yard.run("datatable", {**flat, "confirm_token": asked["confirm_token"]}, context=ctx)
+    assert done["ok"] and done["deleted"] == 15, done
+    again = await yard.run("datatable", {**flat, "confirm_token": asked["confirm_token"]}, context=ctx)
+    assert "needs_confirmation" not in again or again.get("deleted") == 0, again  # used once: says why, never loops
+    assert await count(conn, org) == 0

@@ -278,3 +278,32 @@ async def test_upsert_with_several_key_fields_and_missing_keys(yard: SkillYard, 
     assert await count(conn, org) == 4
     bad = await run(yard, ctx, "upsert", table_id=table_id, key_fields=["不存在"], records=[{"姓名": "x"}])
     assert bad["ok"] is False and bad["need_param"] == "key_fields", bad
+
+
+async def test_flat_key_fields_are_a_parameter_not_a_credential(yard: SkillYard, org: str, conn: Any) -> None:
+    """Hardening issue 3: key_fields at the top level (§7: the payload may be flat) was stripped as a credential."""
+    table_id = await make_table(yard, org)
+    flat = {"action": "upsert", "table_id": table_id, "key_fields": ["工号"], "records": [{"工号": "E1", "姓名": "a"}]}
+    first = await yard.run("datatable", flat, context=context(org))
+    assert first["ok"] and first["inserted"] == 1, first
+    flat["records"] = [{"工号": "E1", "姓名": "b"}]
+    second = await yard.run("datatable", flat, context=context(org))
+    assert second["ok"] and second["updated"] == 1, second
+    assert await count(conn, org) == 1
+
+
+async def test_concurrent_upserts_of_the_same_keys_never_duplicate_them(yard: SkillYard, org: str, conn: Any) -> None:
+    """Hardening issue 2: 20 concurrent upserts of the same 20 keys into a table without a unique constraint left
+    80-260 rows; writers of the same keys are serialised (§7.8.6: upsert must not rely on a constraint)."""
+    import asyncio
+
+    table_id = await make_table(yard, org)
+    records = [{"工号": f"K{i}", "姓名": "x"} for i in range(20)]
+
+    async def one(n: int) -> dict[str, Any]:
+        return await run(yard, context(org), "upsert", table_id=table_id, key_fields=["工号"], records=records)
+
+    results = await asyncio.gather(*(one(n) for n in range(20)))
+    assert all(r["ok"] for r in results), [r for r in results if not r["ok"]][:1]
+    assert sum(r["inserted"] for r in results) == 20
+    assert await count(conn, org) == 20
