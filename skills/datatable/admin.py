@@ -26,8 +26,10 @@ from typing import Any, TypeVar
 import asyncpg
 
 from .permissions import grants as permissions_grants
+from .store import owners
 from .store.names import org_key
-from .store.schema import StoreError, quote_ident, raw_connection, schema_for
+from .store.owners import resolve_schema
+from .store.schema import StoreError, quote_ident, raw_connection
 
 __all__ = ["CREATEROLE_WARNING", "grant", "list_grants", "revoke", "sql_role_check"]
 
@@ -40,15 +42,14 @@ CREATEROLE_WARNING = (
 )
 
 
-def _schema(org: Any) -> str:
-    """The organisation's schema; a blank org gets a message for administrators (not the skill's runtime one)."""
-    if not org_key(org):
+def _org(org: Any) -> Any:
+    """The organisation id; a blank one gets a message for administrators (not the skill's runtime one)."""
+    if not org_key(org) and not (isinstance(org, str) and org.strip()):
         raise StoreError(
-            f"org must be an organisation id with at least one letter or digit (the org_id its conversations "
-            f"carry, e.g. acme), got {org!r}",
+            f"org must be an organisation id (the org_id its conversations carry, e.g. acme), got {org!r}",
             need_param="org",
         )
-    return schema_for(org)
+    return org
 
 
 async def _in_session(yard: Any, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
@@ -84,9 +85,10 @@ async def grant(
     table holding the owner's employee number. Returns the stored grant: ``{table_id, table, role, ops, row_scope,
     owner_field}`` with ``ops`` expanded and sorted.
     """
-    schema = _schema(org)
+    _org(org)
 
     async def work(conn: asyncpg.Connection) -> dict[str, Any]:
+        schema = await resolve_schema(conn, org)
         stored = await permissions_grants.grant(
             conn,
             schema,
@@ -103,22 +105,52 @@ async def grant(
 
 async def list_grants(yard: Any, *, org: Any) -> list[dict[str, Any]]:
     """Every grant of organisation ``org``, ordered by table title and role (``[]`` when it has none)."""
-    schema = _schema(org)
+    _org(org)
 
     async def work(conn: asyncpg.Connection) -> list[dict[str, Any]]:
-        return [g.as_dict() for g in await permissions_grants.list_grants(conn, schema)]
+        return [g.as_dict() for g in await permissions_grants.list_grants(conn, await resolve_schema(conn, org))]
 
     return await _in_session(yard, work)
 
 
 async def revoke(yard: Any, *, org: Any, table: Any, role: Any) -> bool:
     """Remove the grant of ``role`` on ``table`` of organisation ``org``; True when there was one."""
-    schema = _schema(org)
+    _org(org)
 
     async def work(conn: asyncpg.Connection) -> bool:
+        schema = await resolve_schema(conn, org)
         return await permissions_grants.revoke(conn, schema, table_id_or_name=table, role=role)
 
     return await _in_session(yard, work)
+
+
+async def assign_schema(yard: Any, *, org: Any, schema: str) -> dict[str, str]:
+    """Record ``org`` as the owner of an ownerless schema made before the registry (see store/owners.py)."""
+    _org(org)
+
+    async def work(conn: asyncpg.Connection) -> dict[str, str]:
+        await owners.assign_schema(conn, org, schema)
+        return {"org": str(org), "schema": schema}
+
+    return await _in_session(yard, work)
+
+
+async def unowned_schema_check(conn: asyncpg.Connection) -> dict[str, Any]:
+    """The doctor's check: organisation schemas no organisation owns (their tables are unreachable until assigned)."""
+    unowned = await owners.unowned_schemas(conn)
+    if not unowned:
+        return {
+            "name": "datatable.schema_owners",
+            "status": "ok",
+            "detail": "every organisation schema has an owner",
+            "fix": None,
+        }
+    return {
+        "name": "datatable.schema_owners",
+        "status": "warn",
+        "detail": f"{len(unowned)} schema(s) made before schemas had owners: {', '.join(unowned[:50])}",
+        "fix": "skillyard datatable assign-schema --org ORG --schema SCHEMA for each (the organisation it belongs to)",
+    }
 
 
 def _role_sql(name: str) -> str:

@@ -24,6 +24,7 @@ from .rows.errors import RedoAction, classify
 from .rows.filters import FilterError
 from .sql.errors import SqlChannelError
 from .store import schema as store_schema
+from .store.owners import schema_of_session
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +38,6 @@ async def execute(input_data: Any, runtime_context: Mapping[str, Any]) -> dict[s
         request = normalize_request(input_data)
     except DispatchError as exc:
         return exc.to_envelope()
-    try:
-        schema = store_schema.schema_for(runtime_context.get("org_id"))
-    except store_schema.StoreError as exc:
-        return _failure(exc, request, [])
     session = runtime_context.get("db")
     if session is None:
         return _failure(
@@ -53,6 +50,13 @@ async def execute(input_data: Any, runtime_context: Mapping[str, Any]) -> dict[s
             request,
             [],
         )
+    try:
+        schema = await schema_of_session(session, runtime_context.get("org_id"))
+    except Exception as exc:
+        known = _known(exc)
+        if known is None:
+            raise
+        return _failure(known, request, [])
     call: Call | None = None
     careful = False
     while True:

@@ -36,6 +36,7 @@ _OPTIONS = {
     "ops": "--ops",
     "row_scope": "--row-scope",
     "owner_field": "--owner-field",
+    "schema": "--schema",
 }
 
 
@@ -95,7 +96,7 @@ def datatable() -> None:
 
 
 @datatable.command(name="grant")
-@click.option("--org", required=True, help=f"Organisation id (its tables live in the schema {SCHEMA_PREFIX}<id>).")
+@click.option("--org", required=True, help=f"Organisation id (its tables live in its own schema, {SCHEMA_PREFIX}…).")
 @click.option("--table", required=True, help="Table title (or its id).")
 @click.option("--role", required=True, help="Role the grant is for.")
 @click.option(
@@ -175,10 +176,25 @@ def register_commands(cli: click.Group) -> None:
     cli.add_command(datatable)  # the same group object every time, so calling the hook twice is harmless
 
 
+@datatable.command(name="assign-schema")
+@click.option("--org", required=True, help="The organisation id the schema belongs to (as its conversations carry it).")
+@click.option("--schema", required=True, help=f"The ownerless schema ({SCHEMA_PREFIX}…) that skillyard doctor lists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the assignment as JSON.")
+def assign_schema_cmd(org: str, schema: str, as_json: bool) -> None:
+    """Give an ownerless schema (made before schemas had owners) to the organisation it belongs to."""
+    from . import admin
+
+    done = _run(lambda yard: admin.assign_schema(yard, org=org, schema=schema))
+    if as_json:
+        print_json(done)
+    else:
+        click.echo(f"{done['schema']} now belongs to the organisation {done['org']!r}")
+
+
 @hookimpl
 def doctor_checks(yard: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
     async def checks() -> list[dict[str, Any]]:
-        from .admin import sql_role_check
+        from .admin import sql_role_check, unowned_schema_check
         from .store.schema import raw_connection
 
         try:
@@ -186,14 +202,16 @@ def doctor_checks(yard: Any) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
         except Exception as exc:  # the core database check reports the cause
             return [
                 {
-                    "name": "datatable.sql_roles",
+                    "name": name,
                     "status": "warn",
                     "detail": f"not checked: the database cannot be opened ({_line(exc)})",
                     "fix": "fix the database check first",
                 }
+                for name in ("datatable.sql_roles", "datatable.schema_owners")
             ]
         try:
-            return [await sql_role_check(await raw_connection(session))]
+            conn = await raw_connection(session)
+            return [await sql_role_check(conn), await unowned_schema_check(conn)]
         finally:
             await session.rollback()
             await session.close()

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
-from skillyard.builtin_skills.datatable.store import schema as store_schema
+from skillyard.builtin_skills.datatable.store.owners import resolve_schema
 
 from skillyard import SkillYard
 from support.datatable import ONE_OF_EACH_TYPE, context, grant, make_table, run
@@ -27,9 +28,10 @@ def org() -> str:
 
 
 @pytest.fixture
-def schema() -> str:
-    """The schema of a new organisation, for the modules that take a schema (nothing is created yet)."""
-    return store_schema.schema_for("Org-" + uuid.uuid4().hex[:12])
+async def schema(conn: Any) -> str:
+    """The schema of a new organisation, for the modules that take a schema: recorded as that organisation's, as an
+    action would (nothing is created yet)."""
+    return await resolve_schema(conn, "Org-" + uuid.uuid4().hex[:12])
 
 
 async def _one_of_each_type(yard: SkillYard, org: str, title: str) -> str:

@@ -11,6 +11,7 @@ from skillyard.builtin_skills.datatable import admin
 from skillyard.builtin_skills.datatable.permissions.errors import PermissionDenied
 from skillyard.builtin_skills.datatable.permissions.grants import READ_ACTIONS
 from skillyard.builtin_skills.datatable.store import schema as store_schema
+from skillyard.builtin_skills.datatable.store.names import schema_name
 from skillyard.builtin_skills.datatable.structure import tables as structure_tables
 
 from skillyard import SkillYard
@@ -25,7 +26,7 @@ def org(database_url: str) -> Iterator[str]:
 
 
 async def test_api_grant_list_revoke(db_env, conn, org):
-    schema = store_schema.schema_for(org)
+    schema = schema_name(org)
     await structure_tables.create_table(conn, schema, "客户", CUSTOMER_FIELDS)
     async with SkillYard(include_builtin=False) as yard:
         stored = await admin.grant(yard, org=org, table="客户", role="sales", ops=["read", "insert"])
@@ -64,7 +65,7 @@ async def test_api_grant_list_revoke(db_env, conn, org):
     ],
 )
 async def test_api_bad_input_raises_and_rolls_back(db_env, conn, org, kwargs, need_param, expected):
-    schema = store_schema.schema_for(org)
+    schema = schema_name(org)
     await structure_tables.create_table(conn, schema, "客户", CUSTOMER_FIELDS)
     call = {"org": org, "table": "客户", "role": "sales", "ops": "read", **kwargs}
     async with SkillYard(include_builtin=False) as yard:
@@ -82,7 +83,7 @@ async def test_api_failed_grant_leaves_no_schema(db_env, conn, org):
             await admin.grant(yard, org=org, table="客户", role="sales", ops="read")
         with pytest.raises(store_schema.StoreError, match="this organisation has no tables yet"):
             await admin.revoke(yard, org=org, table="客户", role="sales")
-    assert not await schema_exists(conn, store_schema.schema_for(org))
+    assert not await schema_exists(conn, schema_name(org))
 
 
 @pytest.mark.spec("§7.2")
@@ -144,12 +145,12 @@ async def test_revoking_the_last_own_grant_removes_row_level_security(yard: Skil
     await grant(yard, org, "客户", "a", "read", row_scope="own", owner_field="工号")
     await grant(yard, org, "客户", "b", "read", row_scope="own", owner_field="工号")
     flags = "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE oid = $1::regclass"
-    qualified = f'org_data_{org}."客户"'
+    qualified = f'"{schema_name(org)}"."客户"'
     assert await admin.revoke(yard, org=org, table="客户", role="a") is True
     assert tuple(await conn.fetchrow(flags, qualified)) == (True, True)  # b is still own-scoped
     assert await admin.revoke(yard, org=org, table="客户", role="b") is True
     assert tuple(await conn.fetchrow(flags, qualified)) == (False, False)
-    assert await conn.fetchval("SELECT count(*) FROM pg_policies WHERE schemaname = $1", f"org_data_{org}") == 0
+    assert await conn.fetchval("SELECT count(*) FROM pg_policies WHERE schemaname = $1", schema_name(org)) == 0
 
 
 @pytest.mark.spec("§7.2")

@@ -39,7 +39,7 @@ async def execute(input, ctx):
 
 
 async def test_blank_org_is_a_config_failure_and_creates_nothing(yard: SkillYard, conn: Any) -> None:
-    for org_id in (None, "", "  ", "—"):
+    for org_id in (None, "", "  "):  # "—" or "中文" is an id now, with a schema of its own (hardening issue 1)
         env = await run(yard, {"org_id": org_id, "team_role": "owner"}, "create_table", table_name="x", fields=FIELDS)
         assert env["ok"] is False
         assert env["error_type"] == "config" and env["non_retriable"] is True
@@ -227,7 +227,7 @@ async def test_row_level_failure_redoes_the_batch_with_one_savepoint_per_row(yar
 
 
 @pytest.mark.spec("§7.1")
-@pytest.mark.parametrize("org_id", [None, "", "   ", "-_-", "中文"])
+@pytest.mark.parametrize("org_id", [None, "", "   "])
 async def test_blank_org_for_every_kind_of_action_is_config_and_creates_nothing(
     yard: SkillYard, conn: Any, org_id: Any
 ) -> None:

@@ -223,7 +223,7 @@ def check_sql(sql: str, *, schema: str, mode: str, forbidden_tables: frozenset[s
     if mode not in ("query", "execute"):
         raise ValueError(f"mode must be 'query' or 'execute', not {mode!r}")
     if not is_org_schema(schema):
-        raise ValueError(f"schema must look like {SCHEMA_PREFIX}<lowercase letters and digits>, not {schema!r}")
+        raise ValueError(f"schema must be an organisation schema ({SCHEMA_PREFIX}…), not {schema!r}")
     if not isinstance(sql, str) or not sql.strip():
         raise refuse("the SQL is empty: send one statement", "parse_error")
     if len(sql) > MAX_SQL_CHARS:

@@ -134,7 +134,7 @@ async def _set_up_role(conn: asyncpg.Connection, schema: str, role: str) -> None
 def _check_schema(schema: str) -> None:
     if not is_org_schema(schema):
         raise SqlChannelError(
-            f"schema must look like {SCHEMA_PREFIX}<lower-case letters and digits>, not {schema!r}",
+            f"schema must be an organisation schema ({SCHEMA_PREFIX}…), not {schema!r}",
             error_type="config",
             code="schema",
         )

@@ -8,7 +8,7 @@ session already has a transaction open, so a failed action leaves nothing behind
 
 Storage model:
 
-* one PostgreSQL schema per organisation (:func:`schema_for`, by the naming rule of store/names.py);
+* one PostgreSQL schema per organisation, named by store/names.py and recorded with its owner by store/owners.py;
 * each logical table is a real table named by its (Chinese) title, with the system columns ``id bigserial primary
   key`` and ``created_at timestamptz default now()``;
 * the business meaning of fields (type, required, unique, options, precision, scale, order) lives in the metadata
@@ -36,12 +36,10 @@ import asyncpg
 from ..fields.types import FieldDef
 from .names import (
     FIELDS_TABLE,
-    MAX_NAME_BYTES,
     SCHEMA_LOCK_CLASS,
     SCHEMA_PREFIX,
     TABLES_TABLE,
     is_org_schema,
-    org_key,
 )
 
 __all__ = [
@@ -68,7 +66,6 @@ __all__ = [
     "raw_connection",
     "raw_connection_probing",
     "resolve_table",
-    "schema_for",
 ]
 
 
@@ -153,33 +150,12 @@ async def connection_probing(connection: Any, relations: Sequence[str]) -> tuple
     return raw.driver_connection, found
 
 
-def schema_for(org_id: Any) -> str:
-    """The organisation's schema: the schema prefix and its :func:`~.names.org_key`; refused blank or too long."""
-    cleaned = org_key(org_id)
-    if not cleaned:
-        raise StoreError(
-            f"no organisation id (got {org_id!r}); the datatable skill needs runtime_context org_id to pick the "
-            "organisation's schema — run it from an organisation's conversation or configure org_id",
-            error_type="config",
-            non_retriable=True,
-        )
-    schema = SCHEMA_PREFIX + cleaned
-    if len(schema) > MAX_NAME_BYTES:
-        raise StoreError(
-            f"the organisation id {org_id!r} is too long for a schema name ({len(schema)} > {MAX_NAME_BYTES} "
-            f"characters); use an organisation id of at most {MAX_NAME_BYTES - len(SCHEMA_PREFIX)} letters and digits",
-            error_type="config",
-            non_retriable=True,
-        )
-    return schema
-
-
 def check_schema(schema: str) -> str:
     """``schema`` when it is an organisation's schema name, else a config error (a caller's bug)."""
     if not is_org_schema(schema):
         raise StoreError(
-            f"schema must look like {SCHEMA_PREFIX}<lower-case letters and digits>, got {schema!r}; build it with "
-            "schema_for(org_id)",
+            f"schema must be an organisation schema ({SCHEMA_PREFIX}…), got {schema!r}; resolve it with "
+            "store.owners.resolve_schema(conn, org_id)",
             error_type="config",
             non_retriable=True,
         )

@@ -9,6 +9,7 @@ import uuid
 import asyncpg
 import pytest
 from skillyard.builtin_skills.datatable.store import schema as store_schema
+from skillyard.builtin_skills.datatable.store.owners import resolve_schema
 from skillyard.builtin_skills.datatable.store.schema import StoreError
 from skillyard.builtin_skills.datatable.structure import fields as structure_fields
 from skillyard.builtin_skills.datatable.structure import tables as structure_tables
@@ -89,7 +90,7 @@ async def test_resolve_table(conn: asyncpg.Connection, schema: str) -> None:
 
 
 async def test_orgs_are_isolated(conn: asyncpg.Connection, schema: str) -> None:
-    other = store_schema.schema_for("other" + uuid.uuid4().hex[:8])
+    other = await resolve_schema(conn, "other" + uuid.uuid4().hex[:8])
     created = await structure_tables.create_table(conn, schema, "员工", [{"title": "名称", "uidt": "文本"}])
     await store_schema.ensure_schema(conn, other)
     assert await store_schema.list_tables(conn, other) == []

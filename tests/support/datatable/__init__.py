@@ -18,6 +18,7 @@ from typing import Any
 
 import asyncpg
 from skillyard.builtin_skills.datatable.store import schema as store_schema
+from skillyard.builtin_skills.datatable.store.names import schema_name
 from skillyard.builtin_skills.datatable.structure import tables as structure_tables
 
 from skillyard import SkillYard
@@ -165,7 +166,7 @@ def backups(yard: SkillYard, ctx: dict[str, Any]) -> list[Path]:
 
 async def count(conn: Any, org: str, table: str = "客户", where: str = "") -> int:
     """Rows of one of the organisation's tables, read past the skill."""
-    return int(await conn.fetchval(f'SELECT count(*) FROM "{store_schema.schema_for(org)}"."{table}" {where}'))
+    return int(await conn.fetchval(f'SELECT count(*) FROM "{schema_name(org)}"."{table}" {where}'))
 
 
 async def grant(yard: SkillYard, org: str, table: str, role: str, ops: Any, **kw: Any) -> dict[str, Any]:
@@ -195,7 +196,7 @@ def run_skillyard(*args: str, env: dict[str, str] | None = None) -> subprocess.C
 
 async def schema_dropped_afterwards(conn: asyncpg.Connection, prefix: str) -> AsyncIterator[str]:
     """For a fixture: a new organisation's schema (``prefix`` and random digits), dropped with all in it afterwards."""
-    name = store_schema.schema_for(prefix + uuid.uuid4().hex[:12])
+    name = schema_name(prefix + uuid.uuid4().hex[:12])
     try:
         yield name
     finally:

@@ -9,8 +9,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
 import asyncpg
-from skillyard.builtin_skills.datatable.store import schema as store_schema
-from skillyard.builtin_skills.datatable.store.names import OWN_POLICY
+from skillyard.builtin_skills.datatable.store.names import OWN_POLICY, schema_name
 
 from support.datatable import asyncpg_dsn
 
@@ -21,7 +20,7 @@ def org_dropped_afterwards(database_url: str, prefix: str) -> Iterator[str]:
     yield name
 
     async def drop(conn: asyncpg.Connection) -> None:
-        await conn.execute(f'DROP SCHEMA IF EXISTS "{store_schema.schema_for(name)}" CASCADE')
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema_name(name)}" CASCADE')
 
     on_connection(database_url, drop)
 
