@@ -215,7 +215,7 @@ async def run_checks(skills_dirs: Sequence[Path] = ()) -> list[dict[str, Any]]:
         checks.append(
             check("plugins", "fail", one_line(exc), "leave one of the two plugins out with SKILLYARD_LOAD_PLUGINS")
         )
-        database = Database(settings.database_url, settings.embedded_pgdata)
+        database = Database(settings.database_url, settings.embedded_pgdata, settings.embedded_db_memory)
         try:
             checks.append(await check_database(database, settings))
         finally:

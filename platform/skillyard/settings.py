@@ -62,6 +62,7 @@ class Settings:
     max_download_bytes: int = 200 * 1024 * 1024
     stdout_limit: int = 16 * 1024 * 1024  # what a subprocess skill may print before it is stopped
     stderr_tail: int = 64 * 1024  # how much of a subprocess skill's stderr is kept (the end of it)
+    embedded_db_memory: int = 2 * 1024**3  # the address space of each embedded PostgreSQL process
     secret_key: str | None = field(default=None, repr=False)
 
     @classmethod
@@ -79,6 +80,7 @@ class Settings:
             max_download_bytes=int(_float_env("SKILLYARD_MAX_DOWNLOAD_MB", 200.0) * 1024 * 1024),
             stdout_limit=_size_env("SKILLYARD_STDOUT_LIMIT", 16 * 1024 * 1024),
             stderr_tail=_size_env("SKILLYARD_STDERR_TAIL", 64 * 1024),
+            embedded_db_memory=_size_env("SKILLYARD_EMBEDDED_DB_MEMORY", 2 * 1024**3),
             secret_key=os.environ.get("SKILLYARD_SECRET_KEY") or None,
         )
 

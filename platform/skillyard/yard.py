@@ -55,7 +55,9 @@ class SkillYard:
         self.settings = settings or Settings.from_env()
         self.pm = load_plugins()
         self.registries: Registries = collect_registries(self.pm)
-        self.database = Database(self.settings.database_url, self.settings.embedded_pgdata)
+        self.database = Database(
+            self.settings.database_url, self.settings.embedded_pgdata, self.settings.embedded_db_memory
+        )
         self.configs = ConfigStore(
             self.database,
             lambda: Cipher(load_key(self.settings.home, self.settings.secret_key)),

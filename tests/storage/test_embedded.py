@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -152,5 +153,40 @@ async def test_a_cluster_made_before_is_secured_and_handed_to_the_platform_role(
             envelope = await yard.run("writer", {})
         assert envelope["ok"] is True, envelope
         assert (home / "pg" / "pg_hba.conf").read_text().startswith("# skillyard:")
+    finally:
+        _stop(home)
+
+
+async def test_a_statement_past_the_memory_cap_fails_instead_of_taking_the_server(home, monkeypatch):
+    """Hardening issue 4: PostgreSQL has no per-statement memory limit; a string_agg over generated rows took the
+    embedded backend to 5 GB. The postmaster's address space is capped (backends inherit it)."""
+    monkeypatch.setenv("SKILLYARD_EMBEDDED_DB_MEMORY", "1GB")
+    from skillyard import SkillYard
+
+    try:
+        async with SkillYard() as yard:
+            await yard.database.engine()
+            postmaster = _postmaster(home / "pg")
+            assert postmaster is not None
+            text = Path(f"/proc/{postmaster.pid}/limits").read_text()
+            assert re.search(r"Max address space\s+1073741824\s+1073741824", text), text
+            values = "(VALUES " + ", ".join(f"({i})" for i in range(150)) + ")"
+            rows = f"{values} a (x), {values} b (y), {values} c (z)"  # 3.4 million rows, 3.4 GB of text
+            started = time.monotonic()
+            env = await yard.run(
+                "datatable",
+                {
+                    "action": "sql_query",
+                    "sql": f"SELECT length(string_agg(repeat('x', 1000), '')) AS n FROM {rows}",
+                },
+                context={"org_id": "memtest", "team_role": "owner"},
+            )
+            elapsed = time.monotonic() - started
+            assert env["ok"] is False and "memory" in env["error"].lower(), env
+            assert elapsed < 30
+            fine = await yard.run(
+                "datatable", {"action": "sql_query", "sql": "SELECT 1 AS x"}, context={"org_id": "memtest"}
+            )
+            assert fine["ok"] is True, fine  # the server lives on
     finally:
         _stop(home)

@@ -28,9 +28,10 @@ def to_async_url(url: str) -> str:
 class Database:
     """Engine and session factory, created on first use; migrations run once when first opened."""
 
-    def __init__(self, url: str | None, pgdata: Path) -> None:
+    def __init__(self, url: str | None, pgdata: Path, embedded_memory: int | None = None) -> None:
         self._url = url
         self._pgdata = pgdata
+        self._embedded_memory = embedded_memory
         self._engine: AsyncEngine | None = None
         self._sessions: async_sessionmaker[AsyncSession] | None = None
         self._lock = asyncio.Lock()
@@ -61,7 +62,7 @@ class Database:
             return self._engine
         async with self._lock:
             if self._engine is None:
-                url = self._url if self._url else await asyncio.to_thread(start_embedded, self._pgdata)
+                url = self._url or str(await asyncio.to_thread(start_embedded, self._pgdata, self._embedded_memory))
                 engine = create_async_engine(to_async_url(url), pool_pre_ping=False)
                 try:
                     await upgrade(engine)

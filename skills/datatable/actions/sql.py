@@ -8,6 +8,7 @@ only rows the preview read; a CREATE TABLE is registered in the store.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,18 +32,25 @@ SQL_PREVIEW_BYTES = 200_000_000
 DEFAULT_SQL_TIMEOUT = 5.0
 
 
+#: The range the skill config ``sql_timeout`` may set (seconds).
+SQL_TIMEOUT_RANGE = (0.1, 300.0)
+
+
 def _sql_timeout(call: Call) -> float:
     value = call.config("sql_timeout")
     try:
         seconds = float(value) if value not in (None, "") else DEFAULT_SQL_TIMEOUT
     except (TypeError, ValueError):
+        seconds = math.nan
+    least, most = SQL_TIMEOUT_RANGE
+    if not least <= seconds <= most:  # NaN and infinity fail too (inf made every call raise OverflowError)
         raise store_schema.StoreError(
-            f"the skill config sql_timeout must be a number of seconds, not {value!r}; fix it with "
-            "`skillyard config set datatable sql_timeout 5`",
+            f"the skill config sql_timeout must be a number of seconds from {least:g} to {most:g}, not {value!r}; "
+            "fix it with `skillyard config set datatable sql_timeout=5`",
             error_type="config",
             non_retriable=True,
-        ) from None
-    return seconds if seconds > 0 else DEFAULT_SQL_TIMEOUT
+        )
+    return seconds
 
 
 async def _run(call: Call, sql: str, mode: str, forbidden: frozenset[str], **caps: Any) -> dict[str, Any]:

@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 
 #: The client-side timeout is the statement timeout plus this many seconds.
 CLIENT_GRACE_SECONDS = 2.0
+#: Memory one sort or hash of a statement may use before it spills to temporary files.
+WORK_MEM = "32MB"
 _FETCH_CHUNK = 200
 _warned: set[str] = set()  # schemas whose guard-only mode was logged (once per process)
 _GUARD_ONLY_NOTE = (
@@ -80,12 +82,14 @@ class SqlResult:
         }
 
 
-def _sized(sql: str, max_bytes: int) -> str:
-    """The checked SELECT ``sql`` as (the row, its size in text): a row over ``max_bytes`` comes back as NULL and
-    its size, so one huge value (``repeat('x', 100000000)``) never crosses the wire into the platform's memory."""
+def _sized(sql: str, max_bytes: int, *, write: bool = False) -> str:
+    """The checked ``sql`` (a SELECT, or a write with RETURNING) as (the row, its size in text): a row over
+    ``max_bytes`` comes back as NULL and its size, so one huge value (``repeat('x', 100000000)``) never crosses the
+    wire into the platform's memory. A write becomes a data-modifying CTE, which runs to completion as before."""
     row = "ROW(q.*)"  # q.* names the relation even when a column is called q too
     size = f"pg_catalog.octet_length({row}::pg_catalog.text)"
-    return f"SELECT CASE WHEN {size} <= {int(max_bytes)} THEN {row} END, {size} FROM ({sql}) AS q"
+    head, source = (f"WITH w AS ({sql}) ", "w") if write else ("", f"({sql})")  # a writing WITH stays on top
+    return f"{head}SELECT CASE WHEN {size} <= {int(max_bytes)} THEN {row} END, {size} FROM {source} AS q"
 
 
 async def _read_capped(
@@ -148,6 +152,7 @@ async def _execute(
     )
     async with conn.transaction():
         await conn.execute(f"SET LOCAL statement_timeout = {max(1, round(statement_timeout * 1000))}")
+        await conn.execute(f"SET LOCAL work_mem = '{WORK_MEM}'")  # sorts and hashes spill to disk beyond it
         # pg_catalog first: a table the organisation made (say one named timestamptz) never shadows a built-in type
         # or function, neither in the statement nor in the platform's own follow-up statements here.
         await conn.execute(f"SET LOCAL search_path TO pg_catalog, {s}")
@@ -169,10 +174,10 @@ async def _execute(
         returns_rows = bool(stmt.get_attributes())
         if kind == "select" or returns_rows:
             names = column_names([a.name for a in stmt.get_attributes()])
-            if kind == "select":  # each row checked for size on the server, so no huge value is sent at all
-                stmt = await conn.prepare(_sized(sql, max_bytes))
+            # each row checked for size on the server (RETURNING rows too), so no huge value is sent at all
+            stmt = await conn.prepare(_sized(sql, max_bytes, write=kind != "select"))
             cursor = await stmt.cursor(*args)
-            rows, truncated, fetched = await _read_capped(cursor, names, max_rows, max_bytes, sized=kind == "select")
+            rows, truncated, fetched = await _read_capped(cursor, names, max_rows, max_bytes, sized=True)
             if kind != "select":
                 # A write with RETURNING has run to completion; each returned row is one row written. Count
                 # the rest by moving the portal (MOVE: no row is sent back) rather than reading it.

@@ -203,7 +203,7 @@ async def test_sql_refusals_are_recoverable_and_change_nothing(
 
 async def test_statement_timeout_is_transient_not_blacklisted(yard: SkillYard, org: str) -> None:
     await big_table(yard, org, 2000)
-    ctx = context(org, skill_configs={"sql_timeout": 0.05})
+    ctx = context(org, skill_configs={"sql_timeout": 0.1})  # the least sql_timeout allowed
     env = await run(yard, ctx, "sql_query", sql="SELECT count(*) FROM 大表 a, 大表 b, 大表 c")
     assert env["ok"] is False and env["error_type"] == "transient" and not env.get("non_retriable"), env
 
@@ -364,3 +364,22 @@ async def test_sql_columns_the_table_actions_cannot_handle_are_refused_or_made_u
         yard, ctx, "query", table_name="计时", filters=[{"field": "开始", "op": "gte", "value": "2026-01-01"}]
     )
     assert found["ok"] and len(found["list"]) == 1, found
+
+
+@pytest.mark.parametrize("value", ["inf", "1e308", "0", "0.05", "301", "nan", "soon"])
+async def test_a_sql_timeout_outside_its_range_is_a_config_error_naming_it(yard: SkillYard, org: str, value: str):
+    """Hardening issue 4: inf or 1e308 made every SQL call fail with OverflowError."""
+    env = await run(yard, context(org, skill_configs={"sql_timeout": value}), "sql_query", sql="SELECT 1 AS x")
+    assert env["ok"] is False and env["error_type"] == "config", env
+    assert "sql_timeout must be a number of seconds from 0.1 to 300" in env["error"]
+
+
+async def test_returning_rows_are_measured_on_the_server_like_select_rows(yard: SkillYard, org: str) -> None:
+    """Hardening issue 4: RETURNING rows bypassed the byte cap (the platform grew to 1.23 GB)."""
+    await big_table(yard, org, 50)
+    sql = "UPDATE 大表 SET 编号 = 编号 WHERE 编号 IS NOT NULL RETURNING 编号, repeat('x', 3000000) AS pad"
+    env = unload(await run(yard, context(org), "sql_execute", sql=sql))
+    assert env["ok"] and env["truncated"] is True and env["affected"] == 50, {
+        k: v for k, v in env.items() if k != "rows"
+    }
+    assert env["rows"] == []  # one row is already over the 2 MB cap: none is sent
