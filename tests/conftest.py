@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 
 from support.skills import write_skill
 
@@ -22,6 +23,10 @@ pytest_plugins = (  # shared fixtures of the probes (outputs_probes before file_
     "support.probe_skills",
     "support.recording_channel",
 )
+
+
+#: The configs key of the whole test session (see ``home``).
+SESSION_KEY = Fernet.generate_key().decode()
 
 
 @pytest.fixture(scope="session")
@@ -60,10 +65,13 @@ async def conn(database_url: str) -> AsyncIterator[Any]:
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh SKILLYARD_HOME; no database configured unless a test asks for ``db_env``."""
+    """A fresh SKILLYARD_HOME; no database configured unless a test asks for ``db_env``. Every test encrypts configs
+    with the session's one key, as an installation does: the tests share one database, and a row one test stored
+    encrypted (or that the wider secret rule encrypts when first read) must decrypt in the next."""
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("SKILLYARD_HOME", str(home))
+    monkeypatch.setenv("SKILLYARD_SECRET_KEY", SESSION_KEY)
     monkeypatch.delenv("SKILLYARD_DATABASE_URL", raising=False)
     monkeypatch.delenv("SKILLYARD_SKILLS_PATH", raising=False)
     return home

@@ -59,7 +59,8 @@ def _schema_exists(database_url: str, org: str) -> bool:
 
 DT_BAD = {
     "blank org": (["--org", "  ", "--table", "客户", "--role", "r", "--ops", "read"], "--org"),
-    "org without letters": (["--org", "!!-", "--table", "客户", "--role", "r", "--ops", "read"], "--org"),
+    # an id without letters or digits has a schema of its own since schemas have owners: it has no tables
+    "org without letters": (["--org", "!!-", "--table", "客户", "--role", "r", "--ops", "read"], "--table"),
     "unknown table": (["--table", "无此表", "--role", "r", "--ops", "read"], "--table"),
     "unknown op": (["--table", "客户", "--role", "r", "--ops", "read,fly"], "--ops"),
     "ungrantable op": (["--table", "客户", "--role", "r", "--ops", "create_table"], "--ops"),

@@ -8,9 +8,8 @@ of this package named after it.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
+import traceback
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -184,14 +183,18 @@ def unload(env: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_skillyard(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The real ``skillyard`` command in a subprocess, with this test's environment and ``env``."""
-    return subprocess.run(
-        [sys.executable, "-m", "skillyard", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=180,
-    )
+    """``skillyard ARGS`` on the click group in this process (as the console script runs it), with this test's
+    environment and ``env``: its exit code, stdout and stderr."""
+    from click.testing import CliRunner
+
+    from skillyard.cli import cli
+
+    result = CliRunner().invoke(cli, list(args), env=env)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+        return subprocess.CompletedProcess(["skillyard", *args], 1, result.stdout, stderr)
+    return subprocess.CompletedProcess(["skillyard", *args], result.exit_code, result.stdout, stderr)
 
 
 async def schema_dropped_afterwards(conn: asyncpg.Connection, prefix: str) -> AsyncIterator[str]:
