@@ -21,6 +21,7 @@ TMP, BASE = isolate("discovery")
 
 import frontmatter  # noqa: E402
 
+from skillyard.catalog.schema import _schema_problem as checked_schemas  # noqa: E402
 from skillyard.yard import SkillYard  # noqa: E402  (after isolate(): the host reads the environment)
 
 N_SKILLS = 1000
@@ -179,11 +180,13 @@ def main() -> None:
     gated = sum(1 for s in skills if s.requires.env and s.requires.bins)
     bare_parse(paths)
 
-    # Each cold discovery gets a fresh SKILLYARD_HOME, so no cache kept there could make it warm.
+    # Each cold discovery gets a fresh SKILLYARD_HOME, so no cache kept there could make it warm, and an empty
+    # in-process cache of checked schemas (a new process starts with one).
     homes = iter(BASE / f"home-{n}" for n in itertools.count())
 
     def cold_discovery() -> None:
         os.environ["SKILLYARD_HOME"] = str(next(homes))
+        checked_schemas.cache_clear()
         SkillYard(skills_dirs=[root], include_builtin=False)
 
     rescanned: list[int] = []

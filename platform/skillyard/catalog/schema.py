@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -135,17 +136,24 @@ def _normalize(schema: Any, where: str, warnings: list[str], owned: bool = False
         schema["properties"] = {}
     error = _repair_properties(schema, where, warnings)
     if error is None and not _plainly_valid(schema):  # a flat schema has no $ref and is valid by construction
-        import jsonschema  # only here: listing skills needs it, importing the plugins does not
-
-        try:
-            jsonschema.validators.validator_for(schema).check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-            error = f"{where}: not a valid JSON Schema at {path}: {exc.message}"
-        else:
-            problem = reference_problem(schema)
-            error = f"{where}: {problem}" if problem else None
+        problem = _schema_problem(json.dumps(schema, sort_keys=True, default=str))
+        error = f"{where}: {problem}" if problem else None
     return schema, error
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_problem(text: str) -> str | None:
+    """What is wrong with a schema (given as its JSON text): the meta-schema check, then its references. Checked once
+    per distinct schema in a process: the check costs about 20 ms, and every SkillYard reads the built-in skills."""
+    import jsonschema  # only here: listing skills needs it, importing the plugins does not
+
+    schema = json.loads(text)
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        return f"not a valid JSON Schema at {path}: {exc.message}"
+    return reference_problem(schema)
 
 
 def _secret_params(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
