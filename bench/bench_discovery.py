@@ -21,7 +21,7 @@ TMP, BASE = isolate("discovery")
 
 import frontmatter  # noqa: E402
 
-from skillyard.catalog.schema import _schema_problem as checked_schemas  # noqa: E402
+from skillyard.catalog.schema import schema_problem  # noqa: E402
 from skillyard.yard import SkillYard  # noqa: E402  (after isolate(): the host reads the environment)
 
 N_SKILLS = 1000
@@ -186,7 +186,7 @@ def main() -> None:
 
     def cold_discovery() -> None:
         os.environ["SKILLYARD_HOME"] = str(next(homes))
-        checked_schemas.cache_clear()
+        schema_problem.cache_clear()
         SkillYard(skills_dirs=[root], include_builtin=False)
 
     rescanned: list[int] = []

@@ -136,13 +136,13 @@ def _normalize(schema: Any, where: str, warnings: list[str], owned: bool = False
         schema["properties"] = {}
     error = _repair_properties(schema, where, warnings)
     if error is None and not _plainly_valid(schema):  # a flat schema has no $ref and is valid by construction
-        problem = _schema_problem(json.dumps(schema, sort_keys=True, default=str))
+        problem = schema_problem(json.dumps(schema, sort_keys=True, default=str))
         error = f"{where}: {problem}" if problem else None
     return schema, error
 
 
 @functools.lru_cache(maxsize=1024)
-def _schema_problem(text: str) -> str | None:
+def schema_problem(text: str) -> str | None:
     """What is wrong with a schema (given as its JSON text): the meta-schema check, then its references. Checked once
     per distinct schema in a process: the check costs about 20 ms, and every SkillYard reads the built-in skills."""
     import jsonschema  # only here: listing skills needs it, importing the plugins does not
