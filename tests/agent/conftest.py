@@ -18,7 +18,7 @@ from skillyard.agent.contract_parse import parse_contract
 from skillyard.agent.loader import ContractSkill, load_contract_skill
 from skillyard.agent.settings import AgentSettings
 from skillyard.agent.state import NodeState, SessionState, TaskState
-from support.agent_chain import (
+from support.agent.chain import (
     BASE_CONTRACT,
     FIND,
     SAVE,
@@ -30,16 +30,16 @@ from support.agent_chain import (
     contract_skill,
     tool_skill,
 )
-from support.agent_context import CONTRACT, TOOLS
-from support.agent_desk import DeskAgent, Plan, make_handler
-from support.agent_docs import DocsAgent
-from support.agent_exec import ExecAgent, Server
-from support.agent_keeper import KeeperAgent
-from support.agent_kit import Kit
-from support.agent_loader import FIXTURE
-from support.agent_memo import MemoAgent
-from support.agent_models import ChatServer
-from support.agent_notes import NotesAgent
+from support.agent.context import CONTRACT, TOOLS
+from support.agent.desk import DeskAgent, Plan, make_handler
+from support.agent.docs import DocsAgent
+from support.agent.exec import ExecAgent, Server
+from support.agent.keeper import KeeperAgent
+from support.agent.kit import Kit
+from support.agent.loader import FIXTURE
+from support.agent.memo import MemoAgent
+from support.agent.models import ChatServer
+from support.agent.notes import NotesAgent
 from support.local_http import serve
 
 

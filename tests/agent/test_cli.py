@@ -17,14 +17,14 @@ from click.testing import CliRunner
 
 from skillyard.cli import cli
 from skillyard.cli import cli as cli_main
-from support import agent_check as check_kit
-from support import agent_contract_probes as probes_kit
-from support import agent_desk as desk_kit
-from support import agent_memo as memo_kit
-from support import agent_runtime as runtime_kit
-from support.agent_check import set_contract
-from support.agent_contract_probes import contract_skill, contract_with, errors, make_agent
-from support.agent_desk import (
+from support.agent import check as check_kit
+from support.agent import contract_probes as probes_kit
+from support.agent import desk as desk_kit
+from support.agent import memo as memo_kit
+from support.agent import runtime as runtime_kit
+from support.agent.check import set_contract
+from support.agent.contract_probes import contract_skill, contract_with, errors, make_agent
+from support.agent.desk import (
     API_KEY,
     APPROVAL_REQUIRED,
     FINGERPRINT_TRIP,
@@ -35,10 +35,10 @@ from support.agent_desk import (
     run_cli,
     tool_calls_message,
 )
-from support.agent_keeper import CONTRACT, IDENTITY, KeeperAgent, check, check_rows
-from support.agent_memo import MemoAgent, changed
-from support.agent_probes import call, needs_db, no_traceback, say, skillyard_cli
-from support.agent_runtime import script, tool
+from support.agent.keeper import CONTRACT, IDENTITY, KeeperAgent, check, check_rows
+from support.agent.memo import MemoAgent, changed
+from support.agent.probes import call, needs_db, no_traceback, say, skillyard_cli
+from support.agent.runtime import script, tool
 
 
 def with_tool(name: str, **changes: Any) -> dict[str, Any]:

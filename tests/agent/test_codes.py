@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from skillyard.agent import ErrorCode
-from support.agent_probes import needs_db
+from support.agent.probes import needs_db
 
 SPEC = Path("/work/shared/spec/skill-contract-spec.md")
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from skillyard import SkillYard
-from support.agent_keeper import KeeperAgent
-from support.agent_probes import call, needs_db, say
+from support.agent.keeper import KeeperAgent
+from support.agent.probes import call, needs_db, say
 
 pytestmark = needs_db
 

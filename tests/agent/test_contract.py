@@ -14,7 +14,7 @@ from skillyard.agent import (
     When,
     parse_contract,
 )
-from support.agent_contract import write_tool
+from support.agent.contract import write_tool
 
 
 # defaults -----------------------------------------------------------------------------------------------------

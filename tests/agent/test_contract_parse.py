@@ -12,11 +12,11 @@ import pytest
 
 from skillyard import SkillYard
 from skillyard.agent import ContractError, Mode, SideEffect, parse_contract
-from support.agent_contract import write_tool
-from support.agent_contract_probes import BASE, SKILL, check, contract_with, errors, load_errors, loaded, make_agent
-from support.agent_keeper import CONTRACT, KeeperAgent, check_rows
-from support.agent_kit import Kit, load
-from support.agent_probes import needs_db, say
+from support.agent.contract import write_tool
+from support.agent.contract_probes import BASE, SKILL, check, contract_with, errors, load_errors, loaded, make_agent
+from support.agent.keeper import CONTRACT, KeeperAgent, check_rows
+from support.agent.kit import Kit, load
+from support.agent.probes import needs_db, say
 
 
 def _empty_strings_contract() -> dict[str, Any]:

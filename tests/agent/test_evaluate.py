@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from skillyard.agent.evaluate import resolve
 from skillyard.agent.state import Entity, OutputValue
-from support.agent_kit import BUSINESS, Kit, entity_contract, finish, lookup
-from support.agent_probes import call, codes, needs_db, say
+from support.agent.kit import BUSINESS, Kit, entity_contract, finish, lookup
+from support.agent.probes import call, codes, needs_db, say
 
 
 @needs_db

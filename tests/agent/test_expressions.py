@@ -6,8 +6,8 @@ import pytest
 
 from skillyard.agent import ExpressionError, Prefix, parse_expression
 from skillyard.agent.expressions import HIDDEN_PLATFORM_FIELDS, PLATFORM_FIELDS
-from support.agent_kit import SHARE, Kit, base_contract, load
-from support.agent_probes import needs_db
+from support.agent.kit import SHARE, Kit, base_contract, load
+from support.agent.probes import needs_db
 
 
 @needs_db

@@ -13,7 +13,7 @@ import pytest
 from skillyard import SkillYard
 from skillyard.agent import Mode, SideEffect, load_agent
 from skillyard.agent.runner import AgentError
-from support.agent_contract_probes import (
+from support.agent.contract_probes import (
     BASE,
     SKILL,
     TOOLS,
@@ -26,9 +26,9 @@ from support.agent_contract_probes import (
     loaded,
     make_agent,
 )
-from support.agent_keeper import CONTRACT, HANDLER, RESULTS, KeeperAgent, check_rows, send_once
-from support.agent_loader import write
-from support.agent_probes import call, codes, needs_db, say
+from support.agent.keeper import CONTRACT, HANDLER, RESULTS, KeeperAgent, check_rows, send_once
+from support.agent.loader import write
+from support.agent.probes import call, codes, needs_db, say
 
 GOOD_CONTRACT = {"tools": {"queryArticle": {"success": {"path": "code", "op": "EQ", "value": 200}}}}
 

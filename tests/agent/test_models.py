@@ -30,9 +30,9 @@ from skillyard.agent.models import (
 )
 from skillyard.agent.settings import AgentSettings, ModelSettings
 from skillyard.errors import SkillyardError
-from support import agent_models as models_kit
-from support.agent_desk import API_KEY, IDENTITY, DeskAgent, completion, free_port, tool_calls_message
-from support.agent_models import ChatServer
+from support.agent import models as models_kit
+from support.agent.desk import API_KEY, IDENTITY, DeskAgent, completion, free_port, tool_calls_message
+from support.agent.models import ChatServer
 
 MESSAGES = [{"role": "system", "content": "You help."}, {"role": "user", "content": "find milk"}]
 

@@ -13,14 +13,14 @@ import pytest
 from skillyard import SkillYard
 from skillyard.agent import load_agent, preflight_agent
 from skillyard.agent.preflight import schema_has_path
-from support import agent_contract_probes as probes_kit
-from support import agent_memo as memo_kit
-from support.agent_check import check, set_contract
-from support.agent_contract_probes import SKILL, contract_with, errors, make_agent, write
-from support.agent_keeper import CONTRACT, TOOLS, KeeperAgent, check_rows
-from support.agent_loader import FIXTURE
-from support.agent_memo import FREE, MemoAgent, changed
-from support.agent_probes import skillyard_cli
+from support.agent import contract_probes as probes_kit
+from support.agent import memo as memo_kit
+from support.agent.check import check, set_contract
+from support.agent.contract_probes import SKILL, contract_with, errors, make_agent, write
+from support.agent.keeper import CONTRACT, TOOLS, KeeperAgent, check_rows
+from support.agent.loader import FIXTURE
+from support.agent.memo import FREE, MemoAgent, changed
+from support.agent.probes import skillyard_cli
 
 PREFLIGHT_CASES = [
     (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from skillyard.agent import AgentProfileError, read_agent_profile
-from support.agent_loader import write
+from support.agent.loader import write
 
 
 def test_profile_headings_in_chinese_and_unknown_sections(tmp_path):

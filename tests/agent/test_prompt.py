@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from skillyard import SkillYard
-from support import agent_desk as desk_kit
-from support.agent_desk import DeskAgent, completion, openai_env
-from support.agent_memo import IDENTITY, SCHEMAS, TOOLS, MemoAgent, Recorder, changed
-from support.agent_probes import call, needs_db, say
+from support.agent import desk as desk_kit
+from support.agent.desk import DeskAgent, completion, openai_env
+from support.agent.memo import IDENTITY, SCHEMAS, TOOLS, MemoAgent, Recorder, changed
+from support.agent.probes import call, needs_db, say
 
 pytestmark = needs_db
 

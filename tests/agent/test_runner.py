@@ -17,11 +17,11 @@ from skillyard.agent.runner import STEP_BUDGET, AgentError, resume_session
 from skillyard.agent.store import AgentStore
 from skillyard.agent.turn import TurnResult
 from skillyard.errors import SkillyardError
-from support import agent_desk as desk_kit
-from support import agent_keeper as keeper_kit
-from support import agent_memo as memo_kit
-from support import agent_runtime as runtime_kit
-from support.agent_desk import (
+from support.agent import desk as desk_kit
+from support.agent import keeper as keeper_kit
+from support.agent import memo as memo_kit
+from support.agent import runtime as runtime_kit
+from support.agent.desk import (
     API_KEY,
     APPROVAL_REQUIRED,
     DeskAgent,
@@ -30,11 +30,11 @@ from support.agent_desk import (
     run_cli,
     tool_calls_message,
 )
-from support.agent_keeper import CONTRACT, KeeperAgent, Recorder
-from support.agent_memo import MemoAgent, changed
-from support.agent_notes import IDENTITY, NotesAgent, open_node, send_once
-from support.agent_probes import call, calls, codes, needs_db, no_traceback, say, skillyard_cli
-from support.agent_runtime import make_agent, script, tool
+from support.agent.keeper import CONTRACT, KeeperAgent, Recorder
+from support.agent.memo import MemoAgent, changed
+from support.agent.notes import IDENTITY, NotesAgent, open_node, send_once
+from support.agent.probes import call, calls, codes, needs_db, no_traceback, say, skillyard_cli
+from support.agent.runtime import make_agent, script, tool
 
 
 async def _suspend_at_approval(env: DeskAgent, session: str, *after: dict[str, Any]) -> str:

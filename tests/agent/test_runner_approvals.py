@@ -13,17 +13,17 @@ import pytest
 from skillyard import SkillYard
 from skillyard.agent.runner import AgentError, resume_session
 from skillyard.agent.store import AgentStore
-from support import agent_docs as docs_kit
-from support import agent_keeper as keeper_kit
-from support import agent_memo as memo_kit
-from support import agent_runtime as runtime_kit
-from support.agent_docs import APPROVAL_REQUIRED, ASK_SAVE, SAVE, DocsAgent, approve, assert_coded, store_of
-from support.agent_folder import age_checkpoint
-from support.agent_keeper import KeeperAgent
-from support.agent_memo import MemoAgent, Recorder, changed
-from support.agent_notes import CONTRACT, IDENTITY, NotesAgent, send_once
-from support.agent_probes import call, calls, codes, finish, needs_db, say
-from support.agent_runtime import make_agent, script, tool
+from support.agent import docs as docs_kit
+from support.agent import keeper as keeper_kit
+from support.agent import memo as memo_kit
+from support.agent import runtime as runtime_kit
+from support.agent.docs import APPROVAL_REQUIRED, ASK_SAVE, SAVE, DocsAgent, approve, assert_coded, store_of
+from support.agent.folder import age_checkpoint
+from support.agent.keeper import KeeperAgent
+from support.agent.memo import MemoAgent, Recorder, changed
+from support.agent.notes import CONTRACT, IDENTITY, NotesAgent, send_once
+from support.agent.probes import call, calls, codes, finish, needs_db, say
+from support.agent.runtime import make_agent, script, tool
 
 pytestmark = needs_db
 

@@ -12,14 +12,14 @@ import pytest
 from skillyard import SkillYard
 from skillyard.agent.runner import AgentError
 from skillyard.agent.store import AgentStore
-from support import agent_docs as docs_kit
-from support import agent_exec as exec_kit
-from support import agent_runtime as runtime_kit
-from support.agent_docs import APPROVAL_REQUIRED, DocsAgent, approve, statuses
-from support.agent_exec import TIMEOUT, ExecAgent, add, executions, kind_params, obs
-from support.agent_notes import CONTRACT, IDENTITY, NotesAgent, copy_contract, open_node
-from support.agent_probes import call, codes, finish, needs_db, say
-from support.agent_runtime import calls, make_agent, script, tool
+from support.agent import docs as docs_kit
+from support.agent import exec as exec_kit
+from support.agent import runtime as runtime_kit
+from support.agent.docs import APPROVAL_REQUIRED, DocsAgent, approve, statuses
+from support.agent.exec import TIMEOUT, ExecAgent, add, executions, kind_params, obs
+from support.agent.notes import CONTRACT, IDENTITY, NotesAgent, copy_contract, open_node
+from support.agent.probes import call, codes, finish, needs_db, say
+from support.agent.runtime import calls, make_agent, script, tool
 
 pytestmark = needs_db
 

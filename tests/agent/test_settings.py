@@ -23,13 +23,13 @@ from skillyard.agent.settings import (
     parse_duration,
 )
 from skillyard.agent.turn import TurnResult
-from support import agent_desk as desk_kit
-from support import agent_runtime as runtime_kit
-from support.agent_desk import APPROVAL_REQUIRED, FINGERPRINT_TRIP, DeskAgent, run_cli
-from support.agent_folder import age_checkpoint
-from support.agent_memo import IDENTITY, MemoAgent, changed, last, run_builtin, send_once
-from support.agent_probes import call, codes, needs_db, no_traceback, say, skillyard_cli
-from support.agent_runtime import calls, make_agent, script, tool
+from support.agent import desk as desk_kit
+from support.agent import runtime as runtime_kit
+from support.agent.desk import APPROVAL_REQUIRED, FINGERPRINT_TRIP, DeskAgent, run_cli
+from support.agent.folder import age_checkpoint
+from support.agent.memo import IDENTITY, MemoAgent, changed, last, run_builtin, send_once
+from support.agent.probes import call, codes, needs_db, no_traceback, say, skillyard_cli
+from support.agent.runtime import calls, make_agent, script, tool
 
 
 def _passport_contract(c: dict[str, Any]) -> None:

@@ -10,10 +10,10 @@ import pytest
 
 from skillyard import SkillYard
 from skillyard.agent.store import AgentStore
-from support import agent_runtime as runtime_kit
-from support.agent_memo import ARG_REJECTED, IDENTITY, TOOLS, MemoAgent, Recorder, send_once
-from support.agent_probes import call, needs_db, say
-from support.agent_runtime import make_agent, script, tool
+from support.agent import runtime as runtime_kit
+from support.agent.memo import ARG_REJECTED, IDENTITY, TOOLS, MemoAgent, Recorder, send_once
+from support.agent.probes import call, needs_db, say
+from support.agent.runtime import make_agent, script, tool
 
 pytestmark = needs_db
 

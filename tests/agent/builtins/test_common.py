@@ -10,11 +10,11 @@ from skillyard.agent.builtins import BUILTIN_NAMES, call_builtin, offered_builti
 from skillyard.agent.codes import ErrorCode
 from skillyard.agent.context import NodeContext
 from skillyard.agent.state import GatedWrite
-from support import agent_memo as memo_kit
-from support.agent_context import refused
-from support.agent_keeper import IDENTITY, TOOLS, KeeperAgent, Recorder, modified
-from support.agent_memo import ARG_REJECTED, MemoAgent, last, run_builtin
-from support.agent_probes import call, codes, needs_db, say
+from support.agent import memo as memo_kit
+from support.agent.context import refused
+from support.agent.keeper import IDENTITY, TOOLS, KeeperAgent, Recorder, modified
+from support.agent.memo import ARG_REJECTED, MemoAgent, last, run_builtin
+from support.agent.probes import call, codes, needs_db, say
 
 ARG_JSON_INVALID = "agent_runtime.40020"
 

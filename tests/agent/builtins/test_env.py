@@ -13,10 +13,10 @@ import pytest
 from skillyard.agent.builtins import call_builtin
 from skillyard.agent.codes import ErrorCode
 from skillyard.agent.context import NodeContext
-from support.agent_context import refused
-from support.agent_kit import Kit
-from support.agent_memo import MemoAgent, last, run_builtin
-from support.agent_probes import call, needs_db, say
+from support.agent.context import refused
+from support.agent.kit import Kit
+from support.agent.memo import MemoAgent, last, run_builtin
+from support.agent.probes import call, needs_db, say
 
 ENV_CASES = [
     ("uuid", "builtin_env_generate_uuid", {}, lambda r: len(r["uuid"]) == 36 and r["uuid"].count("-") == 4),

@@ -13,13 +13,13 @@ from skillyard.agent.codes import ErrorCode
 from skillyard.agent.context import NodeContext
 from skillyard.agent.runner import resume_session
 from skillyard.agent.state import CheckpointType, EvidenceStatus, GatedWrite, NodeStatus, Observation
-from support import agent_exec as exec_kit
-from support import agent_memo as memo_kit
-from support.agent_context import add_evidence, refused
-from support.agent_exec import ExecAgent, add, follow_up, kind_params, obs
-from support.agent_memo import MemoAgent, last, run_builtin
-from support.agent_notes import IDENTITY, NotesAgent, copy_contract, send_once
-from support.agent_probes import call, codes, needs_db, say
+from support.agent import exec as exec_kit
+from support.agent import memo as memo_kit
+from support.agent.context import add_evidence, refused
+from support.agent.exec import ExecAgent, add, follow_up, kind_params, obs
+from support.agent.memo import MemoAgent, last, run_builtin
+from support.agent.notes import IDENTITY, NotesAgent, copy_contract, send_once
+from support.agent.probes import call, codes, needs_db, say
 
 UNGROUNDED = "agent_runtime.42248"
 

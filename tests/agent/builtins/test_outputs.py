@@ -15,13 +15,13 @@ from skillyard.agent.codes import ErrorCode
 from skillyard.agent.context import NodeContext
 from skillyard.agent.state import Entity, Evidence, EvidenceStatus, NodeStatus, Observation, OutputValue
 from skillyard.agent.store import AgentStore
-from support import agent_context as context_kit
-from support import agent_keeper as keeper_kit
-from support import agent_kit as kit_kit
-from support import agent_memo as memo_kit
-from support.agent_context import add_evidence, refused
-from support.agent_keeper import KeeperAgent
-from support.agent_kit import (
+from support.agent import context as context_kit
+from support.agent import keeper as keeper_kit
+from support.agent import kit as kit_kit
+from support.agent import memo as memo_kit
+from support.agent.context import add_evidence, refused
+from support.agent.keeper import KeeperAgent
+from support.agent.kit import (
     EVIDENCE_PATH_INVALID,
     FINISH_OUTPUT_MISSING,
     SHARE,
@@ -31,9 +31,9 @@ from support.agent_kit import (
     put,
     two_sessions,
 )
-from support.agent_memo import EvModel, MemoAgent, changed, last, run_builtin
-from support.agent_notes import CONTRACT, IDENTITY, NotesAgent, send_once
-from support.agent_probes import call, codes, needs_db, say
+from support.agent.memo import EvModel, MemoAgent, changed, last, run_builtin
+from support.agent.notes import CONTRACT, IDENTITY, NotesAgent, send_once
+from support.agent.probes import call, codes, needs_db, say
 
 
 def modified(**changes: Any) -> dict[str, Any]:

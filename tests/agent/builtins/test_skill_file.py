@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from skillyard import SkillYard
-from support.agent_memo import ARG_REJECTED, IDENTITY, TOOLS, MemoAgent, Recorder
-from support.agent_probes import call, needs_db, say
+from support.agent.memo import ARG_REJECTED, IDENTITY, TOOLS, MemoAgent, Recorder
+from support.agent.probes import call, needs_db, say
 
 pytestmark = needs_db
 

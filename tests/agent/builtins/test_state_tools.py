@@ -10,9 +10,9 @@ from skillyard import SkillYard
 from skillyard.agent.builtins import call_builtin
 from skillyard.agent.codes import ErrorCode
 from skillyard.agent.store import AgentStore
-from support import agent_kit as kit_kit
-from support.agent_context import add_evidence, refused
-from support.agent_kit import (
+from support.agent import kit as kit_kit
+from support.agent.context import add_evidence, refused
+from support.agent.kit import (
     EVIDENCE_PATH_INVALID,
     FINISH_OUTPUT_MISSING,
     Kit,
@@ -21,8 +21,8 @@ from support.agent_kit import (
     lookup,
     two_sessions,
 )
-from support.agent_memo import IDENTITY, EvModel, MemoAgent, last, run_builtin, send_once
-from support.agent_probes import call, codes, needs_db, say
+from support.agent.memo import IDENTITY, EvModel, MemoAgent, last, run_builtin, send_once
+from support.agent.probes import call, codes, needs_db, say
 
 STATE_RESERVED = "agent_runtime.40028"
 

@@ -10,11 +10,11 @@ import pytest
 from skillyard import SkillYard
 from skillyard.agent.chain import preview_binding
 from skillyard.agent.settings import AgentSettings
-from support.agent_chain import BASE_CONTRACT, FREE, with_tool
-from support.agent_keeper import IDENTITY, KeeperAgent
-from support.agent_kit import SHARE, Kit, finish, lookup, put
-from support.agent_memo import MemoAgent, changed, last, run_builtin, send_once
-from support.agent_probes import call, needs_db, say
+from support.agent.chain import BASE_CONTRACT, FREE, with_tool
+from support.agent.keeper import IDENTITY, KeeperAgent
+from support.agent.kit import SHARE, Kit, finish, lookup, put
+from support.agent.memo import MemoAgent, changed, last, run_builtin, send_once
+from support.agent.probes import call, needs_db, say
 
 ITEMS = {"type": "LIST", "fields": ["code"], "required": False, "share": "SESSION"}
 

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from skillyard.agent.codes import ErrorCode
-from support import agent_exec as exec_kit
-from support.agent_exec import ExecAgent, add, default_schema, notes_skill, obs
-from support.agent_memo import ARG_REJECTED, MemoAgent, send_once
-from support.agent_probes import call, codes, needs_db, say
+from support.agent import exec as exec_kit
+from support.agent.exec import ExecAgent, add, default_schema, notes_skill, obs
+from support.agent.memo import ARG_REJECTED, MemoAgent, send_once
+from support.agent.probes import call, codes, needs_db, say
 
 ARG_REJECTED_EXEC = "agent_runtime.40032"
 

@@ -11,10 +11,10 @@ import pytest
 from skillyard import SkillYard
 from skillyard.agent.codes import ErrorCode
 from skillyard.agent.store import AgentStore
-from support import agent_keeper as keeper_kit
-from support.agent_keeper import CONTRACT, FREE, KeeperAgent
-from support.agent_notes import NotesAgent, send_once
-from support.agent_probes import call, codes, needs_db, say
+from support.agent import keeper as keeper_kit
+from support.agent.keeper import CONTRACT, FREE, KeeperAgent
+from support.agent.notes import NotesAgent, send_once
+from support.agent.probes import call, codes, needs_db, say
 
 OUTPUT = {"value": "x", "sourceType": "USER", "sourceRef": "user"}
 

@@ -10,15 +10,15 @@ from skillyard import SkillYard
 from skillyard.agent.runner import STEP_BUDGET
 from skillyard.agent.store import AgentStore
 from skillyard.agent.turn import TurnResult
-from support import agent_exec as exec_kit
-from support import agent_keeper as keeper_kit
-from support import agent_memo as memo_kit
-from support.agent_exec import ExecAgent, add, executions, follow_up, kind_params, obs, statuses
-from support.agent_keeper import KeeperAgent, send_once
-from support.agent_kit import BUSINESS, Kit, base_contract, entity_contract, finish, lookup
-from support.agent_memo import MemoAgent, changed
-from support.agent_notes import IDENTITY, NotesAgent
-from support.agent_probes import call, codes, needs_db, say
+from support.agent import exec as exec_kit
+from support.agent import keeper as keeper_kit
+from support.agent import memo as memo_kit
+from support.agent.exec import ExecAgent, add, executions, follow_up, kind_params, obs, statuses
+from support.agent.keeper import KeeperAgent, send_once
+from support.agent.kit import BUSINESS, Kit, base_contract, entity_contract, finish, lookup
+from support.agent.memo import MemoAgent, changed
+from support.agent.notes import IDENTITY, NotesAgent
+from support.agent.probes import call, codes, needs_db, say
 
 pytestmark = needs_db
 

@@ -10,10 +10,10 @@ from skillyard import SkillYard
 from skillyard.agent.codes import ErrorCode
 from skillyard.agent.settings import AgentSettings
 from skillyard.agent.state import NodeStatus
-from support import agent_docs as docs_kit
-from support import agent_exec as exec_kit
-from support import agent_keeper as keeper_kit
-from support.agent_docs import (
+from support.agent import docs as docs_kit
+from support.agent import exec as exec_kit
+from support.agent import keeper as keeper_kit
+from support.agent.docs import (
     APPROVAL_REQUIRED,
     ASK_SAVE,
     IDENTITY,
@@ -24,11 +24,11 @@ from support.agent_docs import (
     assert_coded,
     store_of,
 )
-from support.agent_exec import ExecAgent, add, executions, kind_params, obs
-from support.agent_keeper import KeeperAgent
-from support.agent_kit import Kit
-from support.agent_notes import NotesAgent, send_once
-from support.agent_probes import call, codes, needs_db, say
+from support.agent.exec import ExecAgent, add, executions, kind_params, obs
+from support.agent.keeper import KeeperAgent
+from support.agent.kit import Kit
+from support.agent.notes import NotesAgent, send_once
+from support.agent.probes import call, codes, needs_db, say
 
 FINGERPRINT_TRIP = "agent_runtime.40026"
 

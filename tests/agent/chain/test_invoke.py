@@ -16,12 +16,12 @@ from skillyard import SkillYard
 from skillyard.agent.codes import ErrorCode
 from skillyard.agent.state import EvidenceStatus
 from skillyard.storage.tables import runs
-from support import agent_docs as docs_kit
-from support import agent_exec as exec_kit
-from support import agent_keeper as keeper_kit
-from support.agent_chain import BASE_CONTRACT
-from support.agent_docs import APPROVAL_REQUIRED, ASK_SAVE, IDENTITY, SAVE, DocsAgent, approve, assert_coded, statuses
-from support.agent_exec import (
+from support.agent import docs as docs_kit
+from support.agent import exec as exec_kit
+from support.agent import keeper as keeper_kit
+from support.agent.chain import BASE_CONTRACT
+from support.agent.docs import APPROVAL_REQUIRED, ASK_SAVE, IDENTITY, SAVE, DocsAgent, approve, assert_coded, statuses
+from support.agent.exec import (
     BUSINESS,
     IO_ERROR,
     TIMEOUT,
@@ -33,9 +33,9 @@ from support.agent_exec import (
     notes_skill,
     obs,
 )
-from support.agent_keeper import CONTRACT, FREE, OK200, KeeperAgent
-from support.agent_notes import NotesAgent, send_once
-from support.agent_probes import call, codes, finish, needs_db, say
+from support.agent.keeper import CONTRACT, FREE, OK200, KeeperAgent
+from support.agent.notes import NotesAgent, send_once
+from support.agent.probes import call, codes, finish, needs_db, say
 
 UNREACHABLE = "agent_runtime.40017"
 

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from skillyard.agent.codes import ErrorCode
-from support.agent_chain import BASE_CONTRACT, FREE, with_tool
-from support.agent_kit import ASK_USER, REJECTED, Kit
-from support.agent_memo import MemoAgent, _priority, changed, last, run_builtin, send_once
-from support.agent_probes import call, codes, needs_db, say
+from support.agent.chain import BASE_CONTRACT, FREE, with_tool
+from support.agent.kit import ASK_USER, REJECTED, Kit
+from support.agent.memo import MemoAgent, _priority, changed, last, run_builtin, send_once
+from support.agent.probes import call, codes, needs_db, say
 
 FAIL = "agent_runtime.40022"
 

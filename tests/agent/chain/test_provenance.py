@@ -10,15 +10,15 @@ import pytest
 
 from skillyard import SkillYard
 from skillyard.agent.codes import ErrorCode
-from support import agent_keeper as keeper_kit
-from support import agent_kit as kit_kit
-from support import agent_memo as memo_kit
-from support.agent_chain import BASE_CONTRACT, with_tool
-from support.agent_keeper import CONTRACT, FREE, KeeperAgent, send_once
-from support.agent_kit import ASK_USER, BUSINESS, RECORDS, REJECTED, SHARE, Kit, finish, lookup, put, two_sessions
-from support.agent_memo import MemoAgent, _priority, changed
-from support.agent_notes import IDENTITY, NotesAgent
-from support.agent_probes import call, codes, needs_db, say
+from support.agent import keeper as keeper_kit
+from support.agent import kit as kit_kit
+from support.agent import memo as memo_kit
+from support.agent.chain import BASE_CONTRACT, with_tool
+from support.agent.keeper import CONTRACT, FREE, KeeperAgent, send_once
+from support.agent.kit import ASK_USER, BUSINESS, RECORDS, REJECTED, SHARE, Kit, finish, lookup, put, two_sessions
+from support.agent.memo import MemoAgent, _priority, changed
+from support.agent.notes import IDENTITY, NotesAgent
+from support.agent.probes import call, codes, needs_db, say
 
 USER_TEXT = [
     ("10", "整理2010年的笔记", False),

@@ -11,10 +11,10 @@ import pytest
 
 from skillyard.agent.codes import ErrorCode
 from skillyard.agent.state import EvidenceStatus
-from support import agent_exec as exec_kit
-from support import agent_keeper as keeper_kit
-from support.agent_chain import BASE_CONTRACT, with_tool
-from support.agent_exec import (
+from support.agent import exec as exec_kit
+from support.agent import keeper as keeper_kit
+from support.agent.chain import BASE_CONTRACT, with_tool
+from support.agent.exec import (
     BUSINESS,
     OK200,
     ExecAgent,
@@ -26,9 +26,9 @@ from support.agent_exec import (
     obs,
     statuses,
 )
-from support.agent_keeper import KeeperAgent
-from support.agent_notes import NotesAgent, send_once
-from support.agent_probes import call, codes, finish, needs_db, say
+from support.agent.keeper import KeeperAgent
+from support.agent.notes import NotesAgent, send_once
+from support.agent.probes import call, codes, finish, needs_db, say
 
 
 def content(o: Any) -> str:

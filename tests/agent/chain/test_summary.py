@@ -4,9 +4,9 @@ arguments."""
 from __future__ import annotations
 
 from skillyard.agent.chain import build_summary
-from support.agent_chain import BASE_CONTRACT
-from support.agent_keeper import KeeperAgent, send_once
-from support.agent_probes import call, needs_db
+from support.agent.chain import BASE_CONTRACT
+from support.agent.keeper import KeeperAgent, send_once
+from support.agent.probes import call, needs_db
 
 
 @needs_db

@@ -11,11 +11,11 @@ from skillyard import SkillYard
 from skillyard.agent.chain import verify_write
 from skillyard.agent.state import EvidenceStatus
 from skillyard.agent.turn import TurnResult
-from support import agent_docs as docs_kit
-from support import agent_exec as exec_kit
-from support import agent_notes as notes_kit
-from support import agent_runtime as runtime_kit
-from support.agent_docs import (
+from support.agent import docs as docs_kit
+from support.agent import exec as exec_kit
+from support.agent import notes as notes_kit
+from support.agent import runtime as runtime_kit
+from support.agent.docs import (
     APPROVAL_REQUIRED,
     ASK_SAVE,
     OPEN_EVIDENCE,
@@ -28,11 +28,11 @@ from support.agent_docs import (
     changed,
     statuses,
 )
-from support.agent_exec import OK200, ExecAgent, add, obs
-from support.agent_keeper import IDENTITY, KeeperAgent
-from support.agent_notes import NotesAgent
-from support.agent_probes import call, codes, finish, needs_db, say
-from support.agent_runtime import calls, make_agent, script, tool
+from support.agent.exec import OK200, ExecAgent, add, obs
+from support.agent.keeper import IDENTITY, KeeperAgent
+from support.agent.notes import NotesAgent
+from support.agent.probes import call, codes, finish, needs_db, say
+from support.agent.runtime import calls, make_agent, script, tool
 
 IO_ERROR = "agent_runtime.40018"
 

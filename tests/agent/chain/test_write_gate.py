@@ -14,11 +14,11 @@ from skillyard.agent.chain import idempotency_key
 from skillyard.agent.codes import ErrorCode
 from skillyard.agent.settings import AgentSettings
 from skillyard.agent.state import Evidence, EvidenceStatus
-from support import agent_docs as docs_kit
-from support import agent_exec as exec_kit
-from support import agent_keeper as keeper_kit
-from support.agent_chain import BASE_CONTRACT, with_tool
-from support.agent_docs import (
+from support.agent import docs as docs_kit
+from support.agent import exec as exec_kit
+from support.agent import keeper as keeper_kit
+from support.agent.chain import BASE_CONTRACT, with_tool
+from support.agent.docs import (
     APPROVAL_REQUIRED,
     ASK_SAVE,
     OPEN_EVIDENCE,
@@ -31,11 +31,11 @@ from support.agent_docs import (
     assert_coded,
     statuses,
 )
-from support.agent_exec import FREE, IO_ERROR, ExecAgent, add, executions, kind_params, obs
-from support.agent_keeper import CONTRACT, KeeperAgent
-from support.agent_memo import MemoAgent, changed, last, run_builtin, send_once
-from support.agent_notes import IDENTITY, NotesAgent
-from support.agent_probes import call, calls, codes, finish, needs_db, say
+from support.agent.exec import FREE, IO_ERROR, ExecAgent, add, executions, kind_params, obs
+from support.agent.keeper import CONTRACT, KeeperAgent
+from support.agent.memo import MemoAgent, changed, last, run_builtin, send_once
+from support.agent.notes import IDENTITY, NotesAgent
+from support.agent.probes import call, calls, codes, finish, needs_db, say
 
 NOT_GATED = "agent_runtime.42245"
 

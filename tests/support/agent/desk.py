@@ -13,8 +13,8 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from support.agent_folder import AgentFolder
-from support.agent_probes import skillyard_cli
+from support.agent.folder import AgentFolder
+from support.agent.probes import skillyard_cli
 
 IDENTITY = {"user_id": "42", "org_id": "7", "actor_name": "Ada"}
 

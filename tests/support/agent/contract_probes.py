@@ -13,7 +13,7 @@ import pytest
 
 from skillyard import SkillYard
 from skillyard.agent import load_agent
-from support.agent_probes import skillyard_cli
+from support.agent.probes import skillyard_cli
 
 SKILL = "notes.keeper"
 

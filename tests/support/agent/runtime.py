@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from support.agent_probes import write_files
+from support.agent.probes import write_files
 
 CONTRACT = {
     "target": "saveNote",

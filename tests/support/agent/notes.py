@@ -9,7 +9,7 @@ from typing import Any
 from skillyard import SkillYard
 from skillyard.agent.store import AgentStore
 from skillyard.agent.turn import TurnResult
-from support.agent_folder import AgentFolder
+from support.agent.folder import AgentFolder
 
 IDENTITY = {"user_id": "42", "org_id": "7", "actor_name": "Ada"}
 

@@ -11,8 +11,8 @@ from skillyard import SkillYard
 from skillyard.agent import ErrorCode
 from skillyard.agent.store import AgentStore
 from skillyard.agent.turn import TurnResult
-from support.agent_folder import AgentFolder
-from support.agent_probes import call
+from support.agent.folder import AgentFolder
+from support.agent.probes import call
 
 IDENTITY = {"user_id": "42", "org_id": "7", "actor_name": "Ada"}
 

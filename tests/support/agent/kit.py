@@ -17,7 +17,7 @@ from skillyard import SkillYard
 from skillyard.agent.models import ModelReply, ScriptedModel, ToolCall
 from skillyard.agent.store import AgentStore
 from skillyard.agent.turn import TurnResult
-from support.agent_probes import call, write_files
+from support.agent.probes import call, write_files
 
 IDENTITY = {"user_id": "42", "org_id": "7", "actor_name": "Ada"}
 

@@ -1,5 +1,5 @@
 """The agent folder the runner probes build in tmp_path: AGENT.md, one contract skill ``skills/keeper`` and business
-skills whose handlers append every real execution to ``calls.jsonl`` (support.agent_notes, agent_keeper, agent_memo,
+skills whose handlers append every real execution to ``calls.jsonl`` (support.agent.notes, agent_keeper, agent_memo,
 agent_docs and agent_desk each fill it with their own contract and tools)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import yaml
 
 from skillyard import SkillYard
 from skillyard.agent.store import AgentStore
-from support.agent_probes import write_files
+from support.agent.probes import write_files
 
 
 class AgentFolder:

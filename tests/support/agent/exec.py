@@ -21,7 +21,7 @@ import yaml
 from skillyard import SkillYard
 from skillyard.agent import ErrorCode
 from skillyard.agent.turn import TurnResult
-from support.agent_probes import call
+from support.agent.probes import call
 
 IDENTITY = {
     "user_id": "42",

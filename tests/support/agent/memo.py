@@ -9,8 +9,8 @@ from typing import Any
 from skillyard import SkillYard
 from skillyard.agent.models import ScriptedModel
 from skillyard.agent.turn import TurnResult
-from support.agent_folder import AgentFolder
-from support.agent_probes import call, say
+from support.agent.folder import AgentFolder
+from support.agent.probes import call, say
 
 IDENTITY = {"user_id": "42", "org_id": "7", "actor_name": "Ada"}
 

@@ -13,7 +13,7 @@ from skillyard import SkillYard
 from skillyard.agent.models import ScriptedModel
 from skillyard.agent.turn import TurnResult
 from skillyard.cli import cli
-from support.agent_folder import AgentFolder
+from support.agent.folder import AgentFolder
 
 IDENTITY = {"user_id": "42", "org_id": "7", "actor_name": "Ada"}
 

@@ -1,0 +1,1 @@
+"""Shared scaffolding of the agent runtime tests (one module per subject, as tests/agent/ is laid out)."""
