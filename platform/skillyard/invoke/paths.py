@@ -271,8 +271,7 @@ def refuse_home_paths(input: Mapping[str, Any], workspace: Path, home: Path) -> 
     Absolute paths, ``~`` paths and ``file:`` URLs are judged lexically and with symlinks resolved. Raises
     InputPathError naming the nearest key.
     """
-    home_spellings = {os.path.abspath(home), os.path.realpath(home)}
-    own = {os.path.abspath(workspace), os.path.realpath(workspace)}
+    spellings: tuple[set[str], set[str]] | None = None  # resolved on the first path-like string (most inputs have none)
     stack: list[tuple[str, Any]] = [(str(k), v) for k, v in input.items()]  # (the nearest key, value)
     while stack:
         field, value = stack.pop()
@@ -280,10 +279,13 @@ def refuse_home_paths(input: Mapping[str, Any], workspace: Path, home: Path) -> 
             stack.extend((str(k), v) for k, v in value.items())
         elif isinstance(value, list):
             stack.extend((field, v) for v in value)
-        elif (isinstance(value, str) and value[:1] in ("/", "~", "f", "F", ".")) or (
-            isinstance(value, str) and ".." in value
-        ):
-            _check_home_path(field, value, home_spellings, own)
+        elif isinstance(value, str) and (value[:1] in ("/", "~", "f", "F", ".") or ".." in value):
+            if spellings is None:
+                spellings = (
+                    {os.path.abspath(home), os.path.realpath(home)},
+                    {os.path.abspath(workspace), os.path.realpath(workspace)},
+                )
+            _check_home_path(field, value, *spellings)
 
 
 def _check_home_path(field: str, value: str, home: set[str], own: set[str]) -> None:

@@ -105,6 +105,7 @@ class AttachmentStore:
     def __init__(self, database: Database, generations: Path) -> None:
         self._db = database
         self._generations = generations
+        self._generation_prefix = os.path.join(generations, "")  # str paths: a Path per run costs more than the read
         self._cache: dict[str, tuple[bytes | None, list[Attachment]]] = {}
 
     async def for_session(self, session_id: str) -> list[Attachment]:
@@ -130,7 +131,7 @@ class AttachmentStore:
     def _generation(self, session_id: str) -> bytes | None:
         """The session's generation (None: nothing was ever registered for it through this home)."""
         try:
-            fd = os.open(self._generations / session_id, os.O_RDONLY)
+            fd = os.open(self._generation_prefix + session_id, os.O_RDONLY)
         except FileNotFoundError:
             return None
         except OSError:
