@@ -25,6 +25,7 @@ DEFAULT_PLUGINS = (
     "skillyard.outputs.processors",
     "skillyard.builtin_skills.datatable.plugin",
     "skillyard.agent.plugin",
+    "skillyard.chains.plugin",
     "skillyard.agent.models.scripted",
     "skillyard.agent.models.openai",
 )

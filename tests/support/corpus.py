@@ -13,6 +13,7 @@ Versions are pinned so the assertions about specific skills stay true; set ``SKI
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -79,13 +80,22 @@ CORPORA = {"openclaw": openclaw, "hermes-agent": hermes_agent}
 
 
 def _cached(name: str, version: str, fetch: object, root_names: tuple[str, ...]) -> Corpus:
+    """The corpus from the cache, fetched first when missing; test workers (pytest-xdist) fetch one at a time, so
+    none replaces a tree another is reading."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        refresh = bool(os.environ.get("SKILLYARD_CORPUS_REFRESH"))
+        return _cached_locked(name, version, fetch, root_names, refresh)
+
+
+def _cached_locked(name: str, version: str, fetch: object, root_names: tuple[str, ...], refresh: bool) -> Corpus:
     target = CACHE / name
     marker = target / _MARKER
-    if marker.is_file() and not os.environ.get("SKILLYARD_CORPUS_REFRESH"):
+    if marker.is_file() and not refresh:
         info = json.loads(marker.read_text(encoding="utf-8"))
         if version in ("latest", info.get("requested"), info.get("version")):
             return _corpus(name, target, info["version"], root_names)
-    CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=CACHE) as tmp:
         work = Path(tmp)
         staging = work / "corpus"

@@ -28,6 +28,7 @@ from .paths import (
     refuse_home_paths,
     substitute_refs,
 )
+from .policy import DEFAULT_POLICY, RunPolicy
 from .run import Run, check_session_id
 
 if TYPE_CHECKING:
@@ -185,6 +186,16 @@ def _given(context: Any, turn: Any) -> dict[str, Any]:
     return {"session_id": turn.session_id, "channel": turn.channel, **turn.context, **(context or {})}
 
 
+def _apply_policy(given: dict[str, Any], policy: RunPolicy) -> dict[str, Any]:
+    if not isinstance(policy, RunPolicy):
+        raise InvalidInput(f"policy must be a skillyard.RunPolicy, not {type(policy).__name__}")
+    if policy.chat_mode is not None:
+        given["chat_mode"] = policy.chat_mode
+    if policy.channel is not None:
+        given["channel"] = policy.channel
+    return given
+
+
 async def execute(
     yard: SkillYard,
     name: str,
@@ -192,10 +203,13 @@ async def execute(
     context: Mapping[str, Any] | None,
     turn: Turn | None = None,
     depth: int = 0,
+    policy: RunPolicy = DEFAULT_POLICY,
 ) -> dict[str, Any]:
     """Run a skill by name, alias or tool name and return its normalized envelope. ``context`` holds the
-    runtime_context fields the caller gives (a turn adds its own first)."""
+    runtime_context fields the caller gives (a turn adds its own first); ``policy`` overrides some of them."""
     given = _given(context, turn)
+    if policy is not DEFAULT_POLICY:
+        given = _apply_policy(given, policy)
     if input is None:
         input = {}
     if not isinstance(input, Mapping):
@@ -232,8 +246,8 @@ async def execute(
             return env_mod.failure(skill.name, str(exc), error_type="config", non_retriable=True)
         data, envelope = _place_files(yard, skill, data, ctx)
     if envelope is None:
-        run = Run(yard, skill, sub, data, ctx, turn, depth)
-        if depth == 0 and runs_in_background(skill, ctx):
+        run = Run(yard, skill, sub, data, ctx, turn, depth, policy=policy)
+        if depth == 0 and policy.background and runs_in_background(skill, ctx):
             return dispatch_background(yard, run, configs, finish_run)
         envelope = await finish_run(yard, run)
         if turn is not None and depth == 0:

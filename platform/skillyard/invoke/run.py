@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
 from .budget import DEFAULT_SESSION
+from .policy import DEFAULT_POLICY, RunPolicy
 
 if TYPE_CHECKING:
     from ..catalog.skill import Skill
@@ -67,6 +68,7 @@ class Run:
     started: float = field(default_factory=time.time)
     started_ns: int = field(default_factory=file_clock_ns)
     background: bool = False  # an async skill's background run (§8): no default wall clock
+    policy: RunPolicy = DEFAULT_POLICY
 
     @property
     def session_id(self) -> str:

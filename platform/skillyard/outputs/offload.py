@@ -74,7 +74,7 @@ def receipt_for(envelope: dict[str, Any], offload_file: Path) -> dict[str, Any]:
 
 async def offload_large_result(envelope: dict[str, Any], run: Run) -> dict[str, Any]:
     """Replace a large successful result by a receipt; skills that page their own output opt out (offload: false)."""
-    if not envelope.get("ok") or not run.skill.offload:
+    if not envelope.get("ok") or not run.skill.offload or not run.policy.offload:
         return envelope
     text = json.dumps(envelope, ensure_ascii=False)
     if len(text) <= OFFLOAD_LIMIT:

@@ -1,0 +1,359 @@
+"""Chains, chain runs, their steps, schedules and claimed ticks in PostgreSQL (schema ``skillyard``).
+
+Queries run on procrastinate's psycopg connections, so a step's completion and the job of the next step commit in
+one transaction. Every function takes the connection it runs on; the caller owns the transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+RUN_STATUSES = ("queued", "running", "succeeded", "failed", "stopped_empty", "cancelled")
+FINISHED = frozenset({"succeeded", "failed", "stopped_empty", "cancelled"})
+STEP_STATUSES = ("pending", "running", "succeeded", "failed", "skipped")
+
+Row = dict[str, Any]
+
+
+def _json(value: Any) -> Jsonb:
+    return Jsonb(value, dumps=lambda v: json.dumps(v, ensure_ascii=False, default=str))
+
+
+async def _one(conn: AsyncConnection[Any], query: str, params: dict[str, Any]) -> Row | None:
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query, params)
+        return await cur.fetchone()
+
+
+async def _all(conn: AsyncConnection[Any], query: str, params: dict[str, Any]) -> list[Row]:
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query, params)
+        return await cur.fetchall()
+
+
+async def _exec(conn: AsyncConnection[Any], query: str, params: dict[str, Any]) -> int:
+    async with conn.cursor() as cur:
+        await cur.execute(query, params)
+        return cur.rowcount
+
+
+def _stamp(value: dt.datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+# Chains ------------------------------------------------------------------------------------------------------------
+
+
+async def save_chain(conn: AsyncConnection[Any], name: str, definition: dict[str, Any]) -> int:
+    """Store a chain's definition as its next version; the version number."""
+    row = await _one(
+        conn,
+        """INSERT INTO skillyard.chains (name, version, definition) VALUES (%(name)s, 1, %(definition)s)
+           ON CONFLICT (name) DO UPDATE SET version = chains.version + 1, definition = EXCLUDED.definition,
+                                            updated_at = now()
+           RETURNING version""",
+        {"name": name, "definition": _json(definition)},
+    )
+    assert row is not None
+    return int(row["version"])
+
+
+async def get_chain(conn: AsyncConnection[Any], name: str) -> Row | None:
+    return await _one(
+        conn, "SELECT name, version, definition, updated_at FROM skillyard.chains WHERE name = %(name)s", {"name": name}
+    )
+
+
+async def list_chains(conn: AsyncConnection[Any]) -> list[Row]:
+    return await _all(
+        conn,
+        """SELECT c.name, c.version, c.definition, c.updated_at,
+                  (SELECT count(*) FROM skillyard.chain_schedules s WHERE s.chain = c.name) AS schedules
+           FROM skillyard.chains c ORDER BY c.name""",
+        {},
+    )
+
+
+async def remove_chain(conn: AsyncConnection[Any], name: str) -> int:
+    await _exec(conn, "DELETE FROM skillyard.chain_schedules WHERE chain = %(name)s", {"name": name})
+    return await _exec(conn, "DELETE FROM skillyard.chains WHERE name = %(name)s", {"name": name})
+
+
+# Runs and steps ----------------------------------------------------------------------------------------------------
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+async def create_run(
+    conn: AsyncConnection[Any],
+    chain: Row,
+    trigger: dict[str, Any],
+    queue: str,
+    schedule_id: str | None = None,
+    timeout_s: float | None = None,
+) -> str:
+    """A queued run of the chain's current version, with a pending row per step; its id."""
+    run_id = new_id()
+    await _exec(
+        conn,
+        """INSERT INTO skillyard.chain_runs (id, chain, version, definition, status, trigger, queue, schedule_id,
+                                             deadline)
+           VALUES (%(id)s, %(chain)s, %(version)s, %(definition)s, 'queued', %(trigger)s, %(queue)s, %(schedule)s,
+                   CASE WHEN %(timeout)s::float8 IS NULL THEN NULL
+                        ELSE now() + make_interval(secs => %(timeout)s::float8) END)""",
+        {
+            "id": run_id,
+            "chain": chain["name"],
+            "version": chain["version"],
+            "definition": _json(chain["definition"]),
+            "trigger": _json(trigger),
+            "queue": queue,
+            "schedule": schedule_id,
+            "timeout": timeout_s,
+        },
+    )
+    for position, step in enumerate(chain["definition"]["steps"]):
+        await _exec(
+            conn,
+            """INSERT INTO skillyard.chain_steps (run_id, step_id, position, skill, status)
+               VALUES (%(run)s, %(step)s, %(position)s, %(skill)s, 'pending')""",
+            {"run": run_id, "step": step["id"], "position": position, "skill": step["skill"]},
+        )
+    return run_id
+
+
+async def lock_run(conn: AsyncConnection[Any], run_id: str) -> Row | None:
+    """The run's row, locked for this transaction (a step and a cancel never interleave)."""
+    return await _one(conn, "SELECT * FROM skillyard.chain_runs WHERE id = %(id)s FOR UPDATE", {"id": run_id})
+
+
+async def steps_of(conn: AsyncConnection[Any], run_id: str) -> list[Row]:
+    return await _all(
+        conn, "SELECT * FROM skillyard.chain_steps WHERE run_id = %(id)s ORDER BY position", {"id": run_id}
+    )
+
+
+async def update_step(conn: AsyncConnection[Any], run_id: str, step_id: str, **fields: Any) -> None:
+    """Set some columns of one step (names are this package's constants, values are parameters)."""
+    assigns = ", ".join(f"{name} = %({name})s" for name in fields)
+    values = {k: (_json(v) if k == "envelope" and v is not None else v) for k, v in fields.items()}
+    await _exec(
+        conn,
+        f"UPDATE skillyard.chain_steps SET {assigns} WHERE run_id = %(run)s AND step_id = %(step)s",
+        {**values, "run": run_id, "step": step_id},
+    )
+
+
+async def start_step(conn: AsyncConnection[Any], run_id: str, step_id: str, job_id: int | None) -> int:
+    """Mark a step running (one more attempt) and its run running; the attempt number."""
+    row = await _one(
+        conn,
+        """UPDATE skillyard.chain_steps SET status = 'running', attempts = attempts + 1, job_id = %(job)s,
+                  started_at = COALESCE(started_at, now()), error = NULL
+           WHERE run_id = %(run)s AND step_id = %(step)s RETURNING attempts""",
+        {"run": run_id, "step": step_id, "job": job_id},
+    )
+    await _exec(
+        conn,
+        """UPDATE skillyard.chain_runs SET status = 'running', started_at = COALESCE(started_at, now())
+           WHERE id = %(run)s AND status = 'queued'""",
+        {"run": run_id},
+    )
+    assert row is not None
+    return int(row["attempts"])
+
+
+async def finish_run(conn: AsyncConnection[Any], run_id: str, status: str, error: str | None = None) -> None:
+    """End a run: its status, and every step that never started is skipped."""
+    await _exec(
+        conn,
+        """UPDATE skillyard.chain_runs SET status = %(status)s, error = %(error)s, finished_at = now()
+           WHERE id = %(run)s""",
+        {"run": run_id, "status": status, "error": error},
+    )
+    await _exec(
+        conn,
+        """UPDATE skillyard.chain_steps SET status = 'skipped'
+           WHERE run_id = %(run)s AND status = 'pending'""",
+        {"run": run_id},
+    )
+
+
+async def held_run(conn: AsyncConnection[Any], ended_run: str) -> Row | None:
+    """The oldest run held behind ``ended_run`` (same schedule, queued, its first step never deferred), locked."""
+    return await _one(
+        conn,
+        """SELECT r.* FROM skillyard.chain_runs r
+           JOIN skillyard.chain_runs e ON e.id = %(run)s AND e.schedule_id = r.schedule_id
+           WHERE r.status = 'queued'
+             AND NOT EXISTS (SELECT 1 FROM skillyard.chain_steps s WHERE s.run_id = r.id AND s.job_id IS NOT NULL)
+           ORDER BY r.created_at LIMIT 1 FOR UPDATE OF r SKIP LOCKED""",
+        {"run": ended_run},
+    )
+
+
+async def get_run(conn: AsyncConnection[Any], run_id: str) -> dict[str, Any] | None:
+    row = await _one(conn, "SELECT * FROM skillyard.chain_runs WHERE id = %(id)s", {"id": run_id})
+    if row is None:
+        return None
+    return run_json(row, await steps_of(conn, run_id))
+
+
+async def list_runs(conn: AsyncConnection[Any], chain: str, limit: int) -> list[dict[str, Any]]:
+    rows = await _all(
+        conn,
+        "SELECT * FROM skillyard.chain_runs WHERE chain = %(chain)s ORDER BY created_at DESC LIMIT %(limit)s",
+        {"chain": chain, "limit": limit},
+    )
+    return [run_json(row, await steps_of(conn, row["id"])) for row in rows]
+
+
+def run_json(row: Row, steps: list[Row]) -> dict[str, Any]:
+    """A run as the CLI and Python API print it."""
+    return {
+        "id": row["id"],
+        "chain": row["chain"],
+        "version": row["version"],
+        "status": row["status"],
+        "trigger": row["trigger"],
+        "schedule_id": row["schedule_id"],
+        "error": row["error"],
+        "created_at": _stamp(row["created_at"]),
+        "started_at": _stamp(row["started_at"]),
+        "finished_at": _stamp(row["finished_at"]),
+        "steps": [
+            {
+                "id": s["step_id"],
+                "skill": s["skill"],
+                "status": s["status"],
+                "attempts": s["attempts"],
+                "envelope": s["envelope"],
+                "error": s["error"],
+                "started_at": _stamp(s["started_at"]),
+                "finished_at": _stamp(s["finished_at"]),
+            }
+            for s in steps
+        ],
+    }
+
+
+async def running_jobs(conn: AsyncConnection[Any], run_id: str) -> list[int]:
+    rows = await _all(
+        conn,
+        """SELECT job_id FROM skillyard.chain_steps
+           WHERE run_id = %(run)s AND status IN ('running', 'pending') AND job_id IS NOT NULL""",
+        {"run": run_id},
+    )
+    return [int(r["job_id"]) for r in rows]
+
+
+async def prune(conn: AsyncConnection[Any], days: float) -> int:
+    """Delete finished runs (their steps go with them) and past ticks older than ``days``."""
+    params = {"days": days}
+    await _exec(
+        conn,
+        "DELETE FROM skillyard.chain_ticks WHERE claimed_at < now() - make_interval(secs => %(days)s::float8 * 86400)",
+        params,
+    )
+    return await _exec(
+        conn,
+        """DELETE FROM skillyard.chain_runs
+           WHERE status IN ('succeeded', 'failed', 'stopped_empty', 'cancelled')
+             AND finished_at < now() - make_interval(secs => %(days)s::float8 * 86400)""",
+        params,
+    )
+
+
+# Schedules ---------------------------------------------------------------------------------------------------------
+
+
+async def add_schedule(
+    conn: AsyncConnection[Any], chain: str, cron: str, tz: str, trigger: dict[str, Any], overlap: str
+) -> str:
+    schedule_id = new_id()[:12]
+    await _exec(
+        conn,
+        """INSERT INTO skillyard.chain_schedules (id, chain, cron, tz, input, overlap, last_tick_at)
+           VALUES (%(id)s, %(chain)s, %(cron)s, %(tz)s, %(input)s, %(overlap)s, now())""",
+        {"id": schedule_id, "chain": chain, "cron": cron, "tz": tz, "input": _json(trigger), "overlap": overlap},
+    )
+    return schedule_id
+
+
+async def list_schedules(conn: AsyncConnection[Any], chain: str | None = None) -> list[Row]:
+    return await _all(
+        conn,
+        """SELECT * FROM skillyard.chain_schedules WHERE %(chain)s::text IS NULL OR chain = %(chain)s
+           ORDER BY created_at, id""",
+        {"chain": chain},
+    )
+
+
+async def set_paused(conn: AsyncConnection[Any], schedule_id: str, paused: bool) -> int:
+    return await _exec(
+        conn,
+        """UPDATE skillyard.chain_schedules SET paused = %(paused)s,
+                  last_tick_at = CASE WHEN %(paused)s THEN last_tick_at ELSE now() END
+           WHERE id = %(id)s""",
+        {"id": schedule_id, "paused": paused},
+    )
+
+
+async def remove_schedule(conn: AsyncConnection[Any], schedule_id: str) -> int:
+    return await _exec(conn, "DELETE FROM skillyard.chain_schedules WHERE id = %(id)s", {"id": schedule_id})
+
+
+async def claim_tick(conn: AsyncConnection[Any], schedule_id: str, tick_at: dt.datetime, status: str) -> bool:
+    """Claim one tick of a schedule once, whoever evaluates it; False when it was claimed already."""
+    row = await _one(
+        conn,
+        """INSERT INTO skillyard.chain_ticks (schedule_id, tick_at, status) VALUES (%(id)s, %(tick)s, %(status)s)
+           ON CONFLICT DO NOTHING RETURNING tick_at""",
+        {"id": schedule_id, "tick": tick_at, "status": status},
+    )
+    if row is not None:
+        await _exec(
+            conn,
+            """UPDATE skillyard.chain_schedules SET last_tick_at = GREATEST(last_tick_at, %(tick)s)
+               WHERE id = %(id)s""",
+            {"id": schedule_id, "tick": tick_at},
+        )
+    return row is not None
+
+
+async def set_tick(
+    conn: AsyncConnection[Any], schedule_id: str, tick_at: dt.datetime, status: str, run_id: str | None
+) -> None:
+    await _exec(
+        conn,
+        """UPDATE skillyard.chain_ticks SET status = %(status)s, run_id = %(run)s
+           WHERE schedule_id = %(id)s AND tick_at = %(tick)s""",
+        {"id": schedule_id, "tick": tick_at, "status": status, "run": run_id},
+    )
+
+
+async def ticks(conn: AsyncConnection[Any], schedule_id: str) -> list[Row]:
+    return await _all(
+        conn,
+        "SELECT * FROM skillyard.chain_ticks WHERE schedule_id = %(id)s ORDER BY tick_at",
+        {"id": schedule_id},
+    )
+
+
+async def unfinished_runs(conn: AsyncConnection[Any], schedule_id: str) -> int:
+    row = await _one(
+        conn,
+        """SELECT count(*) AS n FROM skillyard.chain_runs
+           WHERE schedule_id = %(id)s AND status IN ('queued', 'running')""",
+        {"id": schedule_id},
+    )
+    return int(row["n"]) if row else 0
