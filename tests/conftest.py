@@ -17,6 +17,7 @@ from support.skills import write_skill
 os.environ["SKILLYARD_LOAD_PLUGINS"] = ""
 
 pytest_plugins = (  # shared fixtures of the probes (outputs_probes before file_server, which imports it)
+    "support.databases",
     "support.outputs_probes",
     "support.file_server",
     "support.plugins",

@@ -23,3 +23,14 @@ def test_rescan_interval_negative_names_variable(monkeypatch, skills_root):
     monkeypatch.setenv("SKILLYARD_RESCAN_INTERVAL", "-5")
     with pytest.raises(SkillyardError, match="SKILLYARD_RESCAN_INTERVAL"):
         SkillYard(skills_dirs=[skills_root], include_builtin=False)
+
+
+def test_secret_keys_are_read_and_never_shown(monkeypatch):
+    """configuration.md: 'SKILLYARD_SECRET_KEYS ... Wins over SKILLYARD_SECRET_KEY when both are set' (the choice is
+    configs/crypto.py's; settings carry both, out of repr)."""
+    from skillyard.settings import Settings
+
+    monkeypatch.setenv("SKILLYARD_SECRET_KEYS", "newest-key-aaa,older-key-bbb")
+    settings = Settings.from_env()
+    assert settings.secret_keys == "newest-key-aaa,older-key-bbb" and settings.secret_key
+    assert "newest-key-aaa" not in repr(settings) and settings.secret_key not in repr(settings)

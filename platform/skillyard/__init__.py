@@ -13,6 +13,7 @@ from .lazy import lazy_exports
 if TYPE_CHECKING:
     from .catalog.skill import Skill
     from .errors import (
+        CredentialNotInInput,
         InvalidInput,
         SkillyardError,
         StorageError,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from .yard import SkillYard
 
 _EXPORTS = {
+    "CredentialNotInInput": ".errors",
     "InvalidInput": ".errors",
     "Skill": ".catalog.skill",
     "SkillYard": ".yard",
@@ -49,6 +51,7 @@ _EXPORTS = {
     "safe_write": ".outputs.safe_write",
 }
 __all__ = [
+    "CredentialNotInInput",
     "InvalidInput",
     "Skill",
     "SkillYard",

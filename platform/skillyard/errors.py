@@ -32,5 +32,10 @@ class InvalidInput(SkillyardError):
     """Malformed input at a public entry point (bad JSON, a non-object input, an unsafe path)."""
 
 
+class CredentialNotInInput(SkillyardError):
+    """§5.2: a credential offered for saving from a conversation does not appear in the user's message of that turn
+    (the message says so; it never repeats the value)."""
+
+
 class StorageError(SkillyardError):
     """The database could not be reached or set up."""

@@ -64,6 +64,7 @@ class Settings:
     stderr_tail: int = 64 * 1024  # how much of a subprocess skill's stderr is kept (the end of it)
     embedded_db_memory: int = 2 * 1024**3  # the address space of each embedded PostgreSQL process
     secret_key: str | None = field(default=None, repr=False)
+    secret_keys: str | None = field(default=None, repr=False)  # comma-separated, newest first; wins over secret_key
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -82,6 +83,7 @@ class Settings:
             stderr_tail=_size_env("SKILLYARD_STDERR_TAIL", 64 * 1024),
             embedded_db_memory=_size_env("SKILLYARD_EMBEDDED_DB_MEMORY", 2 * 1024**3),
             secret_key=os.environ.get("SKILLYARD_SECRET_KEY") or None,
+            secret_keys=os.environ.get("SKILLYARD_SECRET_KEYS") or None,
         )
 
     @property

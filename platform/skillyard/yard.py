@@ -16,7 +16,7 @@ from .catalog.catalog import Catalog, Entry
 from .catalog.roots import Root
 from .catalog.skill import Skill
 from .channels.registry import ChannelRegistry
-from .configs.crypto import Cipher, load_key
+from .configs.crypto import Cipher, load_keys
 from .configs.store import ConfigStore
 from .errors import InvalidInput, SkillyardError, UnknownSkill
 from .executors.loader import register_package_root
@@ -60,7 +60,7 @@ class SkillYard:
         )
         self.configs = ConfigStore(
             self.database,
-            lambda: Cipher(load_key(self.settings.home, self.settings.secret_key)),
+            lambda: Cipher(load_keys(self.settings.home, self.settings.secret_keys, self.settings.secret_key)),
             self._declared_secret_configs,
         )
         self.runlog = RunLog(self.database)
@@ -168,6 +168,17 @@ class SkillYard:
         """The config keys a skill declares secret (``metadata.skillyard.secret_configs``); none for unknown names."""
         found = self.catalog.resolve(skill)
         return found[0].secret_configs if found is not None else ()
+
+    async def save_config_from_user(
+        self, role_id: str, skill: str, key: str, value: Any, raw_input: str
+    ) -> dict[str, bool]:
+        """Save one config a user gave in chat (§5.2): a credential (the config rule of
+        :mod:`skillyard.credentials`, or declared by the skill) is refused with
+        :class:`~skillyard.CredentialNotInInput` unless its value, stripped of surrounding whitespace, appears whole
+        in ``raw_input``, the text of the user's message of this turn. Other keys are saved without that check; an
+        empty value is :class:`~skillyard.InvalidInput`. Returns what ``configs.set`` returns ({key: stored as a
+        secret}). Admin paths (``configs.set``, ``skillyard config set``) have no such rule."""
+        return await self.configs.set_from_user(role_id, skill, key, value, raw_input)
 
     # catalog ---------------------------------------------------------------------------------------------
     def rescan(self) -> int:

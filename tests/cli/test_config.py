@@ -239,3 +239,64 @@ def test_config_list_masks_what_the_wider_rule_and_the_skill_call_secret(db_env,
     assert "region (secret" not in stored.stdout
     listed = invoke("config", "list", "hook", env=env).stdout
     assert "db_passwd = ********" in listed and "target_url = ********" in listed and "region = eu" in listed
+
+
+def _fernet_key() -> str:
+    from cryptography.fernet import Fernet
+
+    return Fernet.generate_key().decode()
+
+
+def test_config_rotate_key_with_the_key_file(empty_database, home, monkeypatch):
+    """docs/cli.md: '`rotate-key` adds a new key at the top of the key file, re-encrypts every stored secret with it
+    and prints how many'."""
+    monkeypatch.delenv("SKILLYARD_SECRET_KEY")
+    invoke("config", "set", "weather", "api_token=tok-rot-1", "units=metric")
+    invoke("config", "set", "weather", "api_token=tok-rot-2", "--role", "r2")
+    out = invoke("config", "rotate-key")
+    assert out.exit_code == 0, out.output
+    header, line = out.stdout.splitlines()
+    assert header.split() == ["ROTATED", "KEYS", "NEW", "KEY", "KEY", "SOURCE"]
+    assert line.split() == ["2", "2", "yes", str(home / "secret.key")]
+    as_json = invoke("config", "rotate-key", "--json")
+    assert json.loads(as_json.stdout) == {
+        "rotated": 2,
+        "key_source": "key file",
+        "key_file": str(home / "secret.key"),
+        "key_added": True,
+        "keys": 3,
+        "note": None,
+    }
+    assert len((home / "secret.key").read_text().split()) == 3
+    assert "api_token = ********" in invoke("config", "list", "weather", "--role", "r2").stdout
+
+
+def test_config_rotate_key_with_env_keys_says_it_cannot_edit_them(empty_database, monkeypatch):
+    old, new = _fernet_key(), _fernet_key()
+    monkeypatch.setenv("SKILLYARD_SECRET_KEY", old)
+    invoke("config", "set", "weather", "api_token=tok-env-1")
+    monkeypatch.setenv("SKILLYARD_SECRET_KEYS", f"{new},{old}")
+    out = invoke("config", "rotate-key")
+    assert out.exit_code == 0, out.output
+    assert out.stdout.splitlines()[1].split() == ["1", "2", "no", "SKILLYARD_SECRET_KEYS"]
+    assert "cannot edit" in out.stdout and "put a new key first in SKILLYARD_SECRET_KEYS" in out.stdout
+    report = json.loads(invoke("config", "rotate-key", "--json").stdout)
+    assert report["rotated"] == 1 and report["key_source"] == "SKILLYARD_SECRET_KEYS" and report["key_file"] is None
+    assert report["key_added"] is False and "cannot edit" in report["note"]
+    monkeypatch.setenv("SKILLYARD_SECRET_KEYS", new)  # the old key can go
+    monkeypatch.delenv("SKILLYARD_SECRET_KEY")
+    assert invoke("config", "list", "weather").stdout.splitlines() == ["api_token = ********"]
+
+
+def test_config_rotate_key_on_an_empty_store_says_0(empty_database):
+    out = invoke("config", "rotate-key")
+    assert out.exit_code == 0 and out.stdout.splitlines()[1].split()[0] == "0"
+    assert json.loads(invoke("config", "rotate-key", "--json").stdout)["rotated"] == 0
+
+
+def test_config_rotate_key_with_a_bad_key_is_a_usage_error(empty_database, monkeypatch):
+    """An invalid key anywhere in the list: exit 2 naming the position and how to generate a key, never its value."""
+    monkeypatch.setenv("SKILLYARD_SECRET_KEYS", f"{_fernet_key()},bad-key-value-42,{_fernet_key()}")
+    out = invoke("config", "rotate-key")
+    usage_error(out, "SKILLYARD_SECRET_KEYS: key 2 of 3", "Fernet.generate_key()")
+    assert "bad-key-value-42" not in out.output

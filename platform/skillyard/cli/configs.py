@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
-from .output import open_yard, run_async
+from .output import open_yard, print_json, print_table, run_async
+
+if TYPE_CHECKING:
+    from ..configs.store import Rotation
 
 
 @click.group()
@@ -79,3 +84,51 @@ def config_unset(skill: str, keys: tuple[str, ...], role: str) -> None:
             return await yard.configs.unset(role, skill, list(keys))
 
     click.echo(f"removed {run_async(go())} key(s)")
+
+
+@config.command(name="rotate-key")
+@click.option("--json", "as_json", is_flag=True, help='Print JSON: {"rotated": N, "key_source": ..., ...}.')
+def config_rotate_key(as_json: bool) -> None:
+    """Re-encrypt every stored secret with the newest key (a new key is added to the key file first)."""
+    yard = open_yard()
+
+    async def go() -> Rotation:
+        async with yard:
+            return await yard.configs.rotate_key()
+
+    report = _rotation_report(run_async(go()))
+    if as_json:
+        print_json(report)
+        return
+    added = "yes" if report["key_added"] else "no"
+    row = [report["rotated"], report["keys"], added, report["key_file"] or report["key_source"]]
+    print_table([row], ["ROTATED", "KEYS", "NEW KEY", "KEY SOURCE"])
+    if report["note"]:
+        click.echo(report["note"])
+
+
+def _rotation_report(rotation: Rotation) -> dict[str, Any]:
+    """What ``rotate-key`` prints; with keys from the environment, a note that it could not add a key there."""
+    from ..configs.crypto import KEY_ENV, KEYS_ENV  # here: importing the CLI costs nothing of the host
+
+    ring = rotation.ring
+    note = None
+    if ring.source == KEYS_ENV:
+        note = (
+            f"keys come from {KEYS_ENV}, which rotate-key cannot edit: the secrets were re-encrypted with its first "
+            f"(newest) key. To rotate, put a new key first in {KEYS_ENV} (the old ones after it) on every host, "
+            "then run rotate-key again"
+        )
+    elif ring.source == KEY_ENV:
+        note = (
+            f"the key comes from {KEY_ENV}, which rotate-key cannot edit: the secrets were re-encrypted with that "
+            f"key. To rotate, set {KEYS_ENV}=NEW_KEY,OLD_KEY on every host, then run rotate-key again"
+        )
+    return {
+        "rotated": rotation.rotated,
+        "key_source": ring.source,
+        "key_file": None if ring.file is None else str(ring.file),
+        "key_added": rotation.key_added,
+        "keys": len(ring.keys),
+        "note": note,
+    }

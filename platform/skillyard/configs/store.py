@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select
+from cryptography.fernet import InvalidToken
+from sqlalchemy import bindparam, delete, select, text
 from sqlalchemy.dialects.postgresql import insert
 
 from ..credentials import secret_config
-from ..errors import InvalidInput
+from ..errors import CredentialNotInInput, InvalidInput, SkillyardError
 from ..storage.database import Database
 from ..storage.tables import skill_configs
-from .crypto import Cipher
+from .crypto import Cipher, KeyRing, write_key_file
 from .keys import normalize_key
+
+#: Serialises rotations sharing a database: each reads the key file after the one before it committed.
+_ROTATE_LOCK = "skillyard:configs:rotate-key"
 
 
 def _check_scope(role_id: Any, skill: Any) -> None:
@@ -22,6 +27,16 @@ def _check_scope(role_id: Any, skill: Any) -> None:
         raise InvalidInput(f"role must be text ('' for the default role), not {type(role_id).__name__}")
     if not isinstance(skill, str) or not skill.strip():
         raise InvalidInput(f"skill must be a skill's name, got {skill!r}")
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """What :meth:`ConfigStore.rotate_key` did: how many stored secrets it re-encrypted, the keys now in use (newest
+    first) and whether it added a new key (to the key file; keys from the environment are never changed)."""
+
+    rotated: int
+    ring: KeyRing
+    key_added: bool
 
 
 class ConfigStore:
@@ -69,9 +84,25 @@ class ConfigStore:
                     )
                 )
             ).all()
-        values = {k: (self.cipher.decrypt(v) if secret else v) for k, v, secret in rows}
+        values = {k: (self._decrypt(v) if secret else v) for k, v, secret in rows}
         self._cache[key] = values
         return values
+
+    def _decrypt(self, token: str) -> str:
+        """Decrypt with the keys loaded; when none opens ``token``, read the keys once more: a ``rotate-key`` of
+        another process may have added one to the key file this process has not seen yet."""
+        try:
+            return self.cipher.decrypt(token)
+        except SkillyardError:
+            fresh = self._cipher_factory()
+            if fresh.ring.keys == self.cipher.ring.keys:
+                raise
+            self._cipher = fresh
+            return fresh.decrypt(token)
+
+    def is_secret(self, skill: str, key: str) -> bool:
+        """Whether ``key`` (normalized) of ``skill`` is a credential: the config rule, or declared by the skill."""
+        return secret_config(normalize_key(key), self._declared(skill))
 
     async def set(self, role_id: str, skill: str, values: Mapping[str, Any]) -> dict[str, bool]:
         """Store values (credential-looking keys encrypted); return which keys were stored as secrets."""
@@ -114,6 +145,29 @@ class ConfigStore:
         self._cache.pop((role_id, skill), None)
         return stored
 
+    async def set_from_user(self, role_id: str, skill: str, key: str, value: Any, raw_input: str) -> dict[str, bool]:
+        """§5.2: store one config a user gave in chat. A credential must appear, whole, in ``raw_input`` (the text
+        the user typed in this turn); the value is stored without surrounding whitespace. See
+        :meth:`skillyard.SkillYard.save_config_from_user`."""
+        _check_scope(role_id, skill)
+        if not isinstance(key, str):
+            raise InvalidInput(f"key must be text such as 'api_token', not {type(key).__name__}")
+        if not isinstance(raw_input, str):
+            raise InvalidInput(f"raw_input must be the text of the user's message, not {type(raw_input).__name__}")
+        typed = "" if value is None else str(value).strip()
+        if not typed:
+            raise InvalidInput(
+                f"the value of {skill}.{normalize_key(key) or key} is empty; ask the user for the value and save what "
+                "they type (use unset to remove a config)"
+            )
+        if self.is_secret(skill, key) and typed not in raw_input:
+            raise CredentialNotInInput(
+                f"{skill}.{normalize_key(key)} is a credential and the value given does not appear in the user's "
+                "message of this turn: the user must type the value in this message to save it; credentials are "
+                "never taken from earlier messages, generated or pieced together"
+            )
+        return await self.set(role_id, skill, {key: typed})
+
     async def listing(self, role_id: str, skill: str) -> dict[str, tuple[str, bool]]:
         """Each config key of a skill for a role with its value and whether it is stored as a secret."""
         _check_scope(role_id, skill)
@@ -150,6 +204,62 @@ class ConfigStore:
         if changed:
             self._cache.clear()
         return len(changed)
+
+    async def rotate_key(self) -> Rotation:
+        """Re-encrypt every stored secret with the newest key, all or nothing (one transaction).
+
+        With the key file a new key is generated and written at the top of the file (the old keys stay, so values
+        saved under them by other hosts still decrypt) before the transaction commits; a failure leaves the rows and
+        the file as they were. With keys from the environment the newest env key is used: the environment cannot be
+        edited from here, so a rotation there means putting a new key first in ``SKILLYARD_SECRET_KEYS``.
+        """
+        await self.encrypt_plaintext_secrets()
+        sessions = await self._db.session_factory()
+        async with sessions() as session, session.begin():
+            await session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:lock))"), {"lock": _ROTATE_LOCK})
+            ring = self._cipher_factory().ring  # read under the lock: a rotation just committed may have added a key
+            if ring.file is not None:
+                ring = ring.with_new_key()
+            cipher = Cipher(ring)
+            rows = (
+                await session.execute(
+                    select(skill_configs.c.role_id, skill_configs.c.skill, skill_configs.c.key, skill_configs.c.value)
+                    .where(skill_configs.c.secret.is_(True))
+                    .with_for_update()
+                )
+            ).all()
+            updates = []
+            for row in rows:
+                try:
+                    value = cipher.rotate(row.value)
+                except InvalidToken:
+                    raise SkillyardError(
+                        f"the stored secret {row.skill}.{row.key} of role {row.role_id!r} cannot be decrypted with "
+                        f"any key of {ring.describe()}, so nothing was re-encrypted: restore the key it was saved "
+                        "with and run rotate-key again, or set (or unset) that config first"
+                    ) from None
+                updates.append({"r": row.role_id, "s": row.skill, "k": row.key, "v": value})
+            if updates:
+                await session.execute(
+                    skill_configs.update()
+                    .where(
+                        skill_configs.c.role_id == bindparam("r"),
+                        skill_configs.c.skill == bindparam("s"),
+                        skill_configs.c.key == bindparam("k"),
+                    )
+                    .values(value=bindparam("v")),
+                    updates,
+                )
+            if ring.file is not None:  # last before the commit: a failed write rolls the rows back
+                try:
+                    write_key_file(ring.file, ring.keys)
+                except OSError as exc:
+                    raise SkillyardError(
+                        f"cannot write the key file {ring.file} ({exc.strerror or exc}), so nothing was "
+                        "re-encrypted; check the rights on SKILLYARD_HOME and run rotate-key again"
+                    ) from None
+        self._cipher = cipher
+        return Rotation(len(updates), ring, ring.file is not None)
 
     async def unset(self, role_id: str, skill: str, keys: list[str] | None = None) -> int:
         """Remove some keys (or all) of a skill's configs for a role; return how many rows went."""
