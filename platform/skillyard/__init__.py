@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         department_path,
         identity_org_id,
     )
+    from .invoke.policy import RunPolicy
     from .outputs.safe_write import (
         UnsafePath,
         safe_write,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "CredentialNotInInput": ".errors",
     "InvalidInput": ".errors",
+    "RunPolicy": ".invoke.policy",
     "Skill": ".catalog.skill",
     "SkillYard": ".yard",
     "SkillyardError": ".errors",
@@ -53,6 +55,7 @@ _EXPORTS = {
 __all__ = [
     "CredentialNotInInput",
     "InvalidInput",
+    "RunPolicy",
     "Skill",
     "SkillYard",
     "SkillyardError",

@@ -23,6 +23,7 @@ from .executors.loader import register_package_root
 from .invoke import pipeline
 from .invoke.background import BackgroundRuns
 from .invoke.budget import Turn
+from .invoke.policy import DEFAULT_POLICY, RunPolicy
 from .invoke.run import check_session_id
 from .outputs.media import media_type
 from .outputs.safe_write import remove_stale_temp_files
@@ -35,6 +36,7 @@ from .storage.runlog import RunLog
 
 if TYPE_CHECKING:
     from .agent.runner import Agent
+    from .chains.engine import ChainEngine
 
 log = logging.getLogger("skillyard")
 READ_LIMIT = 40_000
@@ -296,13 +298,23 @@ class SkillYard:
         input: Mapping[str, Any] | None = None,
         context: Mapping[str, Any] | None = None,
         turn: Turn | None = None,
+        policy: RunPolicy = DEFAULT_POLICY,
     ) -> Coroutine[Any, Any, dict[str, Any]]:
         """Run a skill by name, alias or tool name; await it for the normalized envelope (a JSON-serializable dict).
+
+        ``policy`` (:class:`skillyard.RunPolicy`) says how the run is held: a chain step's is unattended.
 
         A plain method returning the pipeline's coroutine (one coroutine layer, not two: the agent's tool calls
         come through here too); a context or turn of the wrong type is refused when it is awaited.
         """
-        return pipeline.execute(self, name, input, context, turn=turn)
+        return pipeline.execute(self, name, input, context, turn=turn, policy=policy)
+
+    def chains(self, *, upkeep: bool = False, concurrency: int = 1) -> ChainEngine:
+        """The chain engine on this host's database (docs/chains.md): ``async with yard.chains() as chains:``.
+        ``upkeep=True`` makes a worker's engine (ticker, recovery, pruning)."""
+        from .chains.engine import ChainEngine
+
+        return ChainEngine(self, upkeep=upkeep, concurrency=concurrency)
 
     async def agent(self, agent_dir: str | os.PathLike[str], *, model: Any = None) -> Agent:
         """Load a contract-driven agent (docs/agents.md) and bind it to a model: see
