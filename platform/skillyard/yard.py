@@ -15,13 +15,13 @@ from .catalog.builtin_root import builtin_package
 from .catalog.catalog import Catalog, Entry
 from .catalog.roots import Root
 from .catalog.skill import Skill
+from .chains.background import BackgroundQueue
 from .channels.registry import ChannelRegistry
 from .configs.crypto import Cipher, load_keys
 from .configs.store import ConfigStore
 from .errors import InvalidInput, SkillyardError, UnknownSkill
 from .executors.loader import register_package_root
 from .invoke import pipeline
-from .invoke.background import BackgroundRuns
 from .invoke.budget import Turn
 from .invoke.policy import DEFAULT_POLICY, RunPolicy
 from .invoke.run import check_session_id
@@ -67,7 +67,7 @@ class SkillYard:
         )
         self.runlog = RunLog(self.database)
         self.attachments = AttachmentStore(self.database, self.settings.home / "attachments")
-        self.background = BackgroundRuns()
+        self.background = BackgroundQueue(self)
         self.channels = ChannelRegistry.from_plugins(self.pm)
         self.catalog = Catalog(self._roots([Path(d) for d in skills_dirs or []], include_builtin))
         self.catalog.scan()

@@ -23,6 +23,7 @@ from ..credentials import masked_logger
 from ..errors import SkillyardError
 from . import store
 from .definition import Chain, read_chain_file
+from .detached import run_background_job
 from .schedules import MISSED_AFTER_S, check_cron, check_overlap, check_zone, due_ticks, latest_tick, next_tick
 from .settings import ChainSettings
 from .steps import StepRunner
@@ -36,6 +37,7 @@ QUEUE = "skillyard"
 UPKEEP_QUEUE = "skillyard-upkeep"
 LOCAL_PREFIX = "skillyard-run-"  # + 20 hex digits: a queue name is at most 40 characters (its NOTIFY channel)
 STEP_TASK = "skillyard.chain_step"
+BACKGROUND_TASK = "skillyard.background_run"
 #: How often a waiting ``chain run`` looks at its run when nothing told it of a change (a cancel elsewhere).
 POLL_S = 0.25
 
@@ -97,6 +99,10 @@ class ChainEngine:
         async def chain_step(context: procrastinate.JobContext, run_id: str, step_id: str) -> None:
             await self.steps(app.connector.pool, context.job.id, run_id, step_id)  # type: ignore[attr-defined]
 
+        @app.task(name=BACKGROUND_TASK)
+        async def background_run(name: str, input: dict[str, Any], context: dict[str, Any], token: str) -> None:
+            await run_background_job(self.yard, name, input, context, token)
+
         if not self.upkeep:
             return
 
@@ -136,6 +142,19 @@ class ChainEngine:
             deferrer = task.configure(queue=queue, connection=conn)
         job_id = await deferrer.defer_async(run_id=run_id, step_id=step_id)
         return int(job_id)
+
+    async def defer_background(self, queue: str, payload: dict[str, Any]) -> int:
+        """Defer an async skill's background run (§8); the job id."""
+        deferrer = self._app().tasks[BACKGROUND_TASK].configure(queue=queue)
+        return int(await deferrer.defer_async(**payload))
+
+    async def job_statuses(self, job_ids: Iterable[int]) -> dict[int, str]:
+        async with self.transaction() as conn, conn.cursor() as cur:
+            await cur.execute(
+                "SELECT id, status::text FROM procrastinate.procrastinate_jobs WHERE id = ANY(%(ids)s)",
+                {"ids": list(job_ids)},
+            )
+            return {int(row[0]): str(row[1]) for row in await cur.fetchall()}
 
     def _finished(self, run_id: str) -> None:
         waiter = self._waiters.get(run_id)
@@ -195,7 +214,7 @@ class ChainEngine:
         """Run a chain to its end in this process, on a queue of its own; the finished run."""
         queue = LOCAL_PREFIX + store.new_id()[:20]
         run_id = await self.start(name, trigger, queue)
-        worker = asyncio.create_task(self._work([queue], 1, name=f"skillyard-run-{run_id[:8]}"))
+        worker = asyncio.create_task(self.serve([queue], 1, name=f"skillyard-run-{run_id[:8]}"))
         try:
             return await self.wait(run_id, progress, worker)
         finally:
@@ -346,8 +365,8 @@ class ChainEngine:
         if not self.upkeep:
             raise RuntimeError("a worker's engine is made with upkeep=True")
         tasks = [
-            asyncio.create_task(self._work(list(queues), self.concurrency, name="skillyard")),
-            asyncio.create_task(self._work([UPKEEP_QUEUE], 1, name="skillyard-upkeep")),
+            asyncio.create_task(self.serve(list(queues), self.concurrency, name="skillyard")),
+            asyncio.create_task(self.serve([UPKEEP_QUEUE], 1, name="skillyard-upkeep")),
         ]
         waits = [*tasks] + ([asyncio.create_task(stop.wait())] if stop is not None else [])
         try:
@@ -360,7 +379,8 @@ class ChainEngine:
             if isinstance(result, Exception):
                 raise result
 
-    async def _work(self, queues: list[str], concurrency: int, name: str) -> None:
+    async def serve(self, queues: list[str], concurrency: int, name: str) -> None:
+        """Run one procrastinate worker on ``queues`` until cancelled (then it drains)."""
         await self._app().run_worker_async(
             queues=queues,
             concurrency=concurrency,
@@ -380,7 +400,11 @@ class ChainEngine:
             queue = QUEUE if job.queue.startswith(LOCAL_PREFIX) else None
             log.warning("job %s (%s) of a stopped worker is retried", job.id, job.task_name)
             await manager.retry_job(job, queue=queue)
-        return len(list(stalled))
+        async with self.transaction() as conn:
+            orphans = await store.move_orphaned_jobs(conn, LOCAL_PREFIX, QUEUE, self.settings.stall_after_s)
+        if orphans:
+            log.warning("%d queued job(s) of a stopped process moved to the shared queue", orphans)
+        return len(list(stalled)) + orphans
 
     async def prune(self) -> int:
         """Delete finished chain runs and jobs older than SKILLYARD_CHAIN_RETENTION_DAYS, upkeep jobs after an hour."""

@@ -273,6 +273,20 @@ async def prune(conn: AsyncConnection[Any], days: float) -> int:
     )
 
 
+async def move_orphaned_jobs(conn: AsyncConnection[Any], prefix: str, shared: str, seconds: float) -> int:
+    """Jobs waiting in a process's own queue for longer than ``seconds`` past their time: that process is gone
+    (its worker takes its jobs at once), so they move to the shared queue for a worker."""
+    return await _exec(
+        conn,
+        """UPDATE procrastinate.procrastinate_jobs j SET queue_name = %(shared)s
+           WHERE j.status = 'todo' AND starts_with(j.queue_name, %(prefix)s)
+             AND COALESCE(j.scheduled_at, (SELECT min(e.at) FROM procrastinate.procrastinate_events e
+                                           WHERE e.job_id = j.id))
+                 < now() - make_interval(secs => %(seconds)s::float8)""",
+        {"prefix": prefix, "shared": shared, "seconds": seconds},
+    )
+
+
 # Schedules ---------------------------------------------------------------------------------------------------------
 
 

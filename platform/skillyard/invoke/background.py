@@ -1,15 +1,20 @@
 """Async skills (§8): on non-web channels an ``async: true`` skill answers at once and runs in the background;
-its result and files are pushed to the conversation it came from when it finishes."""
+its result and files are pushed to the conversation it came from when it finishes.
+
+This module is the host's side: which runs go to the background, what their job carries, the acknowledgement and
+the delivery. The job queue that runs them is :mod:`skillyard.chains.background`.
+"""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..credentials import masked_logger
 from ..outputs.display import RICH_CHANNELS
+from .context import CONFIG_KEYS, IN_PROCESS_ONLY
 
 if TYPE_CHECKING:
     from ..catalog.skill import Skill
@@ -17,24 +22,6 @@ if TYPE_CHECKING:
     from .run import Run
 
 log = masked_logger("skillyard.background")
-
-
-class BackgroundRuns:
-    """The background runs of one host (asyncio tasks in the embedded setup)."""
-
-    def __init__(self) -> None:
-        self.tasks: set[asyncio.Task[Any]] = set()
-
-    def start(self, coro: Any) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coro)
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-        return task
-
-    async def drain(self) -> None:
-        """Wait for the runs still going (a host that closes finishes what it promised)."""
-        while self.tasks:
-            await asyncio.gather(*list(self.tasks), return_exceptions=True)
 
 
 def runs_in_background(skill: Skill, ctx: dict[str, Any]) -> bool:
@@ -51,35 +38,48 @@ def _summary(envelope: dict[str, Any], skill: str) -> str:
     return f"{skill} failed: {reason}"
 
 
-def dispatch_background(
-    yard: SkillYard, run: Run, configs: dict[str, Any], finish: Callable[[SkillYard, Run], Awaitable[dict[str, Any]]]
-) -> dict[str, Any]:
-    """Start the run in the background and return the immediate acknowledgement; ``finish`` is the pipeline's
-    last steps (execute, process, record), passed in so this module never imports the pipeline back."""
+#: Never in a background job's arguments: live objects, configs (the worker fetches those), the user's message.
+_NOT_PORTABLE = frozenset({*IN_PROCESS_ONLY, *CONFIG_KEYS, "raw_input", "_call_depth"})
+
+
+def background_job(name: str, input: Mapping[str, Any], run: Run, configs: Mapping[str, Any]) -> BackgroundJob:
+    """What a background run needs to run anywhere, split in two: ``payload`` for the job's arguments (JSON, no
+    secret: configs are fetched by whoever runs it) and ``overlay`` for the process that accepted it (the configs
+    fetched before dispatch, §8, and the user's message), which a worker recovering the job after a crash lacks."""
     ctx = run.context
-    run.background = True  # no default wall clock (§8)
-    ctx.update(request=None, channel_registry=None, abort_signal=None)  # §8: nothing of the live request
-    ctx["skill_configs"] = {**configs, run.skill.name: dict(configs)}  # pre-fetched before dispatch
-    ctx["skill_args"] = dict(configs)
+    portable = {k: v for k, v in ctx.items() if k not in _NOT_PORTABLE and k not in configs and _is_json(v)}
+    payload = {"name": name, "input": dict(input), "context": portable}
+    overlay = {"skill_args": dict(configs), "raw_input": ctx.get("raw_input", "")}
+    return BackgroundJob(payload, overlay)
 
-    async def background() -> None:
-        try:
-            envelope = await finish(yard, run)
-        except Exception:  # the acknowledgement is already sent; make sure the failure is seen
-            log.exception("background run of %r crashed", run.skill.name)
-            envelope = {"ok": False, "error": f"{run.skill.name} crashed in the background"}
-        files = _artifact_items(envelope, Path(ctx["workspace_dir"]))
-        delivered = await yard.channels.deliver(ctx, _summary(envelope, run.skill.name), files)
-        log.info("background run of %r finished (ok=%s, delivered=%s)", run.skill.name, envelope.get("ok"), delivered)
 
-    yard.background.start(background())
+def _is_json(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool, list, dict))
+
+
+@dataclass(frozen=True)
+class BackgroundJob:
+    payload: dict[str, Any]
+    overlay: dict[str, Any]
+
+
+def acknowledgement(skill: str, channel: str) -> dict[str, Any]:
+    """The immediate answer of an async skill (§8)."""
     return {
         "ok": True,
         "success": True,
         "async": True,
-        "message": f"{run.skill.name} is running in the background; its results will be sent to this "
-        f"{ctx['channel']} conversation when it finishes.",
+        "message": f"{skill} is running in the background; its results will be sent to this {channel} conversation "
+        "when it finishes.",
     }
+
+
+async def deliver_result(yard: SkillYard, skill: str, envelope: dict[str, Any], ctx: Mapping[str, Any]) -> bool:
+    """Push a finished background run's summary and files to the conversation it came from (§8)."""
+    files = _artifact_items(envelope, Path(ctx["workspace_dir"])) if ctx.get("workspace_dir") else []
+    delivered = await yard.channels.deliver(dict(ctx), _summary(envelope, skill), files)
+    log.info("background run of %r finished (ok=%s, delivered=%s)", skill, envelope.get("ok"), delivered)
+    return bool(delivered)
 
 
 def _artifact_items(envelope: dict[str, Any], workspace: Path) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from ..catalog.skill import SUBPROCESS_TYPES, Skill
 from ..credentials import Masker, current_masker, masked_logger, secret_config
 from ..errors import InvalidInput, UnknownExecType, UnknownSkill
 from ..plugins import await_me_maybe
-from .background import dispatch_background, runs_in_background
+from .background import acknowledgement, background_job, runs_in_background
 from .budget import DEFAULT_SESSION, Turn
 from .calls import make_call_skill
 from .context import base_context, credential_value, effective_configs, inject_configs
@@ -146,7 +146,13 @@ def _wall_clock(yard: SkillYard, skill: Skill, background: bool = False) -> floa
 
 
 async def _context(
-    yard: SkillYard, skill: Skill, given: Mapping[str, Any], configs: Mapping[str, Any], depth: int, turn: Turn | None
+    yard: SkillYard,
+    skill: Skill,
+    given: Mapping[str, Any],
+    configs: Mapping[str, Any],
+    depth: int,
+    turn: Turn | None,
+    live: bool = True,
 ) -> dict[str, Any]:
     ctx = base_context(given)
     session = ctx["session_id"] or DEFAULT_SESSION
@@ -154,9 +160,9 @@ async def _context(
     ctx["workspace_dir"] = yard.workspace(session, ctx["workspace_dir"] or None)
     if not ctx["attachments"]:  # a run without a session has those of `default`, where its artifacts go
         ctx["attachments"] = await yard.attachments_for(session, turn)
-    if depth == 0 and ctx["channel_registry"] is None and ctx["channel"]:
+    if depth == 0 and live and ctx["channel_registry"] is None and ctx["channel"]:
         ctx["channel_registry"] = yard.channels
-    if depth == 0 and "abort_signal" not in given:
+    if depth == 0 and live and "abort_signal" not in given:
         ctx["abort_signal"] = asyncio.Event()  # always an Event to poll; the caller passes its own to stop a run
     inject_configs(ctx, skill.name, configs)
     if skill.code.uses_db:
@@ -241,14 +247,15 @@ async def execute(
         data, envelope = prepare_input(skill, sub, input, configs)
     if envelope is None:
         try:
-            ctx = await _context(yard, skill, given, configs, depth, turn)
+            ctx = await _context(yard, skill, given, configs, depth, turn, live=not policy.detached)
         except PluginFailure as exc:
             return env_mod.failure(skill.name, str(exc), error_type="config", non_retriable=True)
         data, envelope = _place_files(yard, skill, data, ctx)
     if envelope is None:
-        run = Run(yard, skill, sub, data, ctx, turn, depth, policy=policy)
+        run = Run(yard, skill, sub, data, ctx, turn, depth, background=policy.detached, policy=policy)
         if depth == 0 and policy.background and runs_in_background(skill, ctx):
-            return dispatch_background(yard, run, configs, finish_run)
+            await yard.background.submit(background_job(name, input, run, configs))
+            return acknowledgement(skill.name, ctx["channel"])
         envelope = await finish_run(yard, run)
         if turn is not None and depth == 0:
             turn.record(skill.name, input, envelope)

@@ -12,13 +12,16 @@ class RunPolicy:
     ``chat_mode`` and ``channel`` override the context's (§7.7: a chain sets ``chat_mode=False``, so a large delete
     does not wait for a confirmation token nobody can send). ``background=False`` runs an ``async: true`` skill in
     the foreground (§8: a chain is already in the background); ``offload=False`` keeps a large result whole (offload
-    applies where a result is shown to a model, a chain's later steps read the full envelope).
+    applies where a result is shown to a model, a chain's later steps read the full envelope). ``detached=True``
+    is the background run itself (§8): no default wall clock, and nothing of the live request (no
+    ``channel_registry``, no ``abort_signal``).
     """
 
     chat_mode: bool | None = None
     channel: str | None = None
     background: bool = True
     offload: bool = True
+    detached: bool = False
 
     @classmethod
     def unattended(cls, channel: str = "schedule") -> RunPolicy:
@@ -28,3 +31,5 @@ class RunPolicy:
 
 #: Runs without a policy of their own.
 DEFAULT_POLICY = RunPolicy()
+#: An async skill's background run, wherever its job runs.
+DETACHED = RunPolicy(background=False, detached=True)

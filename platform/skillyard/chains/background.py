@@ -1,0 +1,90 @@
+"""Async skills (§8) on the job queue: a background run is a job, so a restart loses none.
+
+The process that accepts a background run defers its job to a queue of its own and runs a worker for that queue,
+so the run starts at once and the CLI needs no second process; ``yard.close()`` waits for its jobs. The job's
+arguments are the skill, its input and the portable context (no configs, no secrets); the configs fetched before
+dispatch stay in the accepting process's memory (the overlay). Should that process die, stalled-job recovery in
+a ``skillyard worker`` moves the job to the shared queue, and that worker runs it with the role's configs as
+stored then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ..credentials import masked_logger
+from ..errors import SkillyardError
+from ..invoke.background import BackgroundJob
+
+if TYPE_CHECKING:
+    from ..yard import SkillYard
+    from .engine import ChainEngine
+
+log = masked_logger("skillyard.background")
+
+#: Background runs of one process at once (the rest wait in its queue).
+CONCURRENCY = 16
+POLL_S = 0.1
+FINISHED_JOB = frozenset({"succeeded", "failed", "cancelled", "aborted"})
+
+
+class BackgroundQueue:
+    """The background runs this host accepted: deferred as jobs, run by a worker of this process."""
+
+    def __init__(self, yard: SkillYard) -> None:
+        self.yard = yard
+        self.queue = ""
+        self._engine: ChainEngine | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._jobs: set[int] = set()
+        self._overlays: dict[str, dict[str, Any]] = {}
+        self._lock = asyncio.Lock()
+
+    async def _open(self) -> ChainEngine:
+        async with self._lock:
+            if self._engine is None:
+                from .engine import LOCAL_PREFIX, ChainEngine
+
+                engine = await ChainEngine(self.yard, concurrency=CONCURRENCY).open()
+                self.queue = LOCAL_PREFIX + uuid.uuid4().hex[:20]
+                self._worker = asyncio.create_task(engine.serve([self.queue], CONCURRENCY, "skillyard-background"))
+                self._engine = engine
+        return self._engine
+
+    async def submit(self, job: BackgroundJob) -> None:
+        """Defer a background run (committed before this returns)."""
+        engine = await self._open()
+        token = uuid.uuid4().hex
+        self._overlays[token] = job.overlay
+        self._jobs.add(await engine.defer_background(self.queue, {**job.payload, "token": token}))
+
+    def overlay(self, token: str) -> dict[str, Any] | None:
+        """What only the accepting process knows of a job (None in any other process)."""
+        return self._overlays.get(token)
+
+    def forget(self, token: str) -> None:
+        self._overlays.pop(token, None)
+
+    async def drain(self) -> None:
+        """Wait until every background run this host accepted has ended, then stop its worker."""
+        engine = self._engine
+        if engine is None:
+            return
+        try:
+            while self._jobs:
+                if self._worker is not None and self._worker.done():
+                    self._worker.result()
+                    raise SkillyardError("the background worker stopped before its runs ended")
+                statuses = await engine.job_statuses(self._jobs)
+                self._jobs = {job for job in self._jobs if statuses.get(job) not in FINISHED_JOB}
+                if self._jobs:
+                    await asyncio.sleep(POLL_S)
+        finally:
+            if self._worker is not None:
+                self._worker.cancel()
+                await asyncio.gather(self._worker, return_exceptions=True)
+                self._worker = None
+            self._engine = None
+            await engine.close()
