@@ -11,7 +11,7 @@ from pathlib import Path
 from .errors import SkillyardError
 
 
-def _float_env(name: str, default: float, *, zero_ok: bool = False) -> float:
+def float_env(name: str, default: float, *, zero_ok: bool = False) -> float:
     """A number of seconds (or megabytes) from the environment: finite and above zero (or zero, when it means off)."""
     value = os.environ.get(name, "").strip()
     if not value:
@@ -74,11 +74,11 @@ class Settings:
             home=home,
             database_url=os.environ.get("SKILLYARD_DATABASE_URL") or None,
             skills_path=tuple(Path(p).expanduser() for p in path.split(os.pathsep) if p.strip()),
-            subprocess_timeout=_float_env("SKILLYARD_SUBPROCESS_TIMEOUT", 60.0),
-            wall_clock=_float_env("SKILLYARD_WALL_CLOCK", 240.0),
-            rescan_interval=_float_env("SKILLYARD_RESCAN_INTERVAL", 0.0, zero_ok=True),
+            subprocess_timeout=float_env("SKILLYARD_SUBPROCESS_TIMEOUT", 60.0),
+            wall_clock=float_env("SKILLYARD_WALL_CLOCK", 240.0),
+            rescan_interval=float_env("SKILLYARD_RESCAN_INTERVAL", 0.0, zero_ok=True),
             allow_private_urls=_flag_env("SKILLYARD_ALLOW_PRIVATE_URLS"),
-            max_download_bytes=int(_float_env("SKILLYARD_MAX_DOWNLOAD_MB", 200.0) * 1024 * 1024),
+            max_download_bytes=int(float_env("SKILLYARD_MAX_DOWNLOAD_MB", 200.0) * 1024 * 1024),
             stdout_limit=_size_env("SKILLYARD_STDOUT_LIMIT", 16 * 1024 * 1024),
             stderr_tail=_size_env("SKILLYARD_STDERR_TAIL", 64 * 1024),
             embedded_db_memory=_size_env("SKILLYARD_EMBEDDED_DB_MEMORY", 2 * 1024**3),

@@ -325,3 +325,65 @@ async def test_runs_are_pruned_after_the_retention(engine, monkeypatch):
         )
         assert await store.prune(conn, 30) == 1
         assert await store.get_run(conn, run["id"]) is None
+
+
+async def test_overlap_skip_records_a_tick_while_the_previous_run_is_unfinished(engine):
+    import datetime as dt
+
+    name = await add(engine, [{"id": "a", "skill": "echo", "input": {}}])
+    schedule = await engine.schedule(name, "* * * * * *", overlap="skip")
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(seconds=2)
+    assert await engine.tick(now) >= 1  # no worker: the first run stays queued
+    assert await engine.tick(now + dt.timedelta(seconds=1)) == 0
+    ticks = await engine.ticks(schedule["id"])
+    assert ticks[-1]["status"] == "skipped" and ticks[0]["status"] == "started"
+    assert len({t["run_id"] for t in ticks if t["run_id"]}) == 1
+
+
+async def test_overlap_queue_holds_the_next_run_until_the_previous_one_ends(engine):
+    import datetime as dt
+
+    name = await add(engine, [{"id": "a", "skill": "echo", "input": {"at": "{{ trigger.scheduled_at }}"}}])
+    schedule = await engine.schedule(name, "* * * * * *", overlap="queue")
+    async with engine.transaction() as conn:  # exactly two ticks from here
+        await conn.execute(
+            "UPDATE skillyard.chain_schedules SET last_tick_at = %(t)s WHERE id = %(id)s",
+            {"t": dt.datetime.now(dt.UTC).replace(microsecond=0), "id": schedule["id"]},
+        )
+    later = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(seconds=2)
+    assert await engine.tick(later) == 2
+    ticks = await engine.ticks(schedule["id"])
+    assert [t["status"] for t in ticks] == ["started", "queued"]
+    held = await engine.get_run(ticks[1]["run_id"])
+    assert held["status"] == "queued" and held["steps"][0]["status"] == "pending"
+    worker = asyncio.create_task(engine.serve(["skillyard"], 1, "test-worker"))
+    try:
+        for _ in range(100):
+            runs = [await engine.get_run(t["run_id"]) for t in ticks]
+            if all(r["status"] == "succeeded" for r in runs):
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        worker.cancel()
+        await asyncio.gather(worker, return_exceptions=True)
+    first, second = runs
+    assert first["status"] == second["status"] == "succeeded", runs
+    assert first["finished_at"] <= second["started_at"]  # one after the other
+
+
+async def test_a_tick_more_than_a_minute_late_is_missed_not_run(engine):
+    import datetime as dt
+
+    name = await add(engine, [{"id": "a", "skill": "echo", "input": {}}])
+    half_an_hour_ago = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=30)
+    schedule = await engine.schedule(name, f"{half_an_hour_ago.minute} * * * *")  # hourly, its last tick long past
+    async with engine.transaction() as conn:  # the workers were down for an hour
+        await conn.execute(
+            "UPDATE skillyard.chain_schedules SET last_tick_at = now() - interval '1 hour' WHERE id = %(id)s",
+            {"id": schedule["id"]},
+        )
+    now = dt.datetime.now(dt.UTC)
+    started = await engine.tick(now)
+    ticks = await engine.ticks(schedule["id"])
+    assert started == 0 and [t["status"] for t in ticks] == ["missed"]  # one record, no catch-up runs
+    assert await engine.tick(now) == 0 and len(await engine.ticks(schedule["id"])) == 1

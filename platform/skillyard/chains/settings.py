@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import SkillyardError
-from ..settings import _float_env
+from ..settings import float_env
 
 #: A stall threshold below this many heartbeats would let a late heartbeat retry a running job.
 MIN_HEARTBEATS_PER_STALL = 4
@@ -24,9 +24,9 @@ class ChainSettings:
     @classmethod
     def from_env(cls) -> ChainSettings:
         settings = cls(
-            retention_days=_float_env("SKILLYARD_CHAIN_RETENTION_DAYS", 30.0),
-            heartbeat_s=_float_env("SKILLYARD_WORKER_HEARTBEAT_S", 2.0),
-            stall_after_s=_float_env("SKILLYARD_WORKER_STALL_S", 10.0),
+            retention_days=float_env("SKILLYARD_CHAIN_RETENTION_DAYS", 30.0),
+            heartbeat_s=float_env("SKILLYARD_WORKER_HEARTBEAT_S", 2.0),
+            stall_after_s=float_env("SKILLYARD_WORKER_STALL_S", 10.0),
         )
         if settings.stall_after_s < MIN_HEARTBEATS_PER_STALL * settings.heartbeat_s:
             raise SkillyardError(
