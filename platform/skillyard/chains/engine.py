@@ -61,6 +61,7 @@ class ChainEngine:
         self.concurrency = concurrency
         self.app: procrastinate.App | None = None
         self._waiters: dict[str, asyncio.Event] = {}
+        self._local: tuple[str, asyncio.Task[None]] | None = None
         self.steps = StepRunner(yard, self._defer, self._finished)
 
     # Opening -----------------------------------------------------------------------------------------------------
@@ -82,6 +83,10 @@ class ChainEngine:
         return self
 
     async def close(self) -> None:
+        if self._local is not None:
+            self._local[1].cancel()
+            await asyncio.gather(self._local[1], return_exceptions=True)
+            self._local = None
         if self.app is not None:
             await self.app.close_async()
             self.app = None
@@ -211,15 +216,13 @@ class ChainEngine:
     async def run(
         self, name: str, trigger: dict[str, Any] | None = None, progress: Callable[[dict[str, Any]], None] | None = None
     ) -> dict[str, Any]:
-        """Run a chain to its end in this process, on a queue of its own; the finished run."""
-        queue = LOCAL_PREFIX + store.new_id()[:20]
+        """Run a chain to its end in this process, on a queue of this engine's own; the finished run."""
+        if self._local is None:  # one worker for every run of this engine, stopped (drained) when it closes
+            queue = LOCAL_PREFIX + store.new_id()[:20]
+            self._local = (queue, asyncio.create_task(self.serve([queue], max(4, self.concurrency), "skillyard-run")))
+        queue, worker = self._local
         run_id = await self.start(name, trigger, queue)
-        worker = asyncio.create_task(self.serve([queue], 1, name=f"skillyard-run-{run_id[:8]}"))
-        try:
-            return await self.wait(run_id, progress, worker)
-        finally:
-            worker.cancel()
-            await asyncio.gather(worker, return_exceptions=True)
+        return await self.wait(run_id, progress, worker)
 
     async def wait(
         self,

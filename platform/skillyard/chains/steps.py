@@ -64,18 +64,32 @@ class StepRunner:
         self.yard = yard
         self.defer = defer
         self.finished = finished
+        self._chains: dict[tuple[str, int], Chain] = {}
+
+    def _chain(self, run: store.Row) -> Chain:
+        """The version the run started with (checked when it was stored: parsed once per version and process)."""
+        key = (run["chain"], run["version"])
+        chain = self._chains.get(key)
+        if chain is None:
+            if len(self._chains) > 256:
+                self._chains.clear()
+            chain = self._chains[key] = _stored_chain(run)
+        return chain
 
     async def __call__(self, conn_pool: Any, job_id: int | None, run_id: str, step_id: str) -> None:
         ended: list[str] = []  # the run, once a transaction of this job ended it (told after the commit)
         try:
+            # One connection for the job (a pool checkout is a round trip), statements pipelined: a step costs a
+            # handful of round trips to PostgreSQL, not twenty.
             async with conn_pool.connection() as conn:
-                prepared = await self._begin(conn, job_id, run_id, step_id, ended)
-            if prepared is None:
-                return
-            run, chain, step, attempt, scope, seconds = prepared
-            envelope = await self._execute(run, chain, step, render(step.input, scope), seconds)
-            async with conn_pool.connection() as conn:
-                await self._record(conn, run_id, chain, step, attempt, envelope, ended)
+                async with conn.pipeline():
+                    prepared = await self._begin(conn, job_id, run_id, step_id, ended)
+                if prepared is None:
+                    return
+                run, chain, step, attempt, scope, seconds = prepared
+                envelope = await self._execute(run, chain, step, render(step.input, scope), seconds)
+                async with conn.pipeline():
+                    await self._record(conn, run_id, chain, step, attempt, envelope, ended)
         finally:
             for run_id in ended:
                 self.finished(run_id)
@@ -85,11 +99,11 @@ class StepRunner:
     ) -> tuple[store.Row, Chain, Step, int, dict[str, Any], float | None] | None:
         """Claim the step for this attempt, or settle it without running: None when nothing is left to run."""
         async with conn.transaction():
-            run = await store.lock_run(conn, run_id)
+            run = await store.load_run(conn, run_id)
             if run is None or run["status"] in store.FINISHED:
                 return None  # pruned, cancelled or already over: nothing to do
-            chain = _stored_chain(run)
-            rows = await store.steps_of(conn, run_id)
+            chain = self._chain(run)
+            rows = run["steps"]
             row = next((r for r in rows if r["step_id"] == step_id), None)
             if row is None:
                 return None
@@ -106,7 +120,7 @@ class StepRunner:
             reason = empty_reason(previous, prev_envelope, step, scope)
             if reason:
                 await store.update_step(conn, run_id, step_id, status="skipped", error=reason)
-                await self._end(conn, run_id, "stopped_empty", ended, reason)
+                await self._end(conn, run, "stopped_empty", ended, reason)
                 return None
             seconds = step.timeout_s
             if run["deadline"] is not None:
@@ -116,7 +130,7 @@ class StepRunner:
                         conn, run_id, step_id, status="failed", error="the chain's timeout_s ran out"
                     )
                     await self._end(
-                        conn, run_id, "failed", ended, f"the chain's timeout_s ran out before step {step_id!r}"
+                        conn, run, "failed", ended, f"the chain's timeout_s ran out before step {step_id!r}"
                     )
                     return None
                 seconds = left if seconds is None else min(seconds, left)
@@ -124,7 +138,7 @@ class StepRunner:
             if attempt > step.retry.max + 1:  # the process running it died on every attempt
                 error = f"step {step_id!r} stopped with its process {attempt - 1} times (retry.max {step.retry.max})"
                 await store.update_step(conn, run_id, step_id, status="failed", error=error, finished_at=_now())
-                await self._end(conn, run_id, "failed", ended, error)
+                await self._end(conn, run, "failed", ended, error)
                 return None
         return run, chain, step, attempt, scope, seconds
 
@@ -168,7 +182,7 @@ class StepRunner:
         ended: list[str],
     ) -> None:
         async with conn.transaction():
-            run = await store.lock_run(conn, run_id)
+            run = await store.load_run(conn, run_id)
             if run is None:
                 return
             if run["status"] in store.FINISHED:  # cancelled while it ran: keep what it did, start nothing
@@ -183,10 +197,11 @@ class StepRunner:
                 )
                 return
             if envelope.get("ok"):
-                await store.update_step(
-                    conn, run_id, step.id, status="succeeded", envelope=envelope, finished_at=_now()
-                )
-                await self._advance(conn, run, chain, step, await store.steps_of(conn, run_id), ended)
+                following = chain.after(step.id)
+                job = None if following is None else await self.defer(conn, run["queue"], run_id, following.id, 0.0)
+                await store.complete_step(conn, run_id, step.id, envelope, following.id if following else None, job)
+                if following is None:
+                    await self._end(conn, run, "succeeded", ended)
                 return
             error = str(envelope.get("error") or envelope.get("user_message") or "failed")
             error_type = envelope.get("error_type")
@@ -201,7 +216,7 @@ class StepRunner:
             await store.update_step(
                 conn, run_id, step.id, status="failed", envelope=envelope, error=error, finished_at=_now()
             )
-            await self._end(conn, run_id, "failed", ended, f"step {step.id!r} ({step.skill}) failed: {error}")
+            await self._end(conn, run, "failed", ended, f"step {step.id!r} ({step.skill}) failed: {error}")
 
     async def _advance(
         self,
@@ -215,7 +230,7 @@ class StepRunner:
         """Defer the next step once (its job id is recorded with it), or end the run after the last step."""
         following = chain.after(step.id)
         if following is None:
-            await self._end(conn, run["id"], "succeeded", ended)
+            await self._end(conn, run, "succeeded", ended)
             return
         row = next(r for r in rows if r["step_id"] == following.id)
         if row["job_id"] is None and row["status"] == "pending":
@@ -241,12 +256,12 @@ class StepRunner:
         return run_id
 
     async def _end(
-        self, conn: AsyncConnection[Any], run_id: str, status: str, ended: list[str], error: str | None = None
+        self, conn: AsyncConnection[Any], run: store.Row, status: str, ended: list[str], error: str | None = None
     ) -> None:
         """End a run; a run of the same schedule queued behind it (overlap ``queue``) starts now."""
-        await store.finish_run(conn, run_id, status, error)
-        ended.append(run_id)
-        waiting = await store.held_run(conn, run_id)
+        await store.finish_run(conn, run["id"], status, error)
+        ended.append(run["id"])
+        waiting = await store.held_run(conn, run["id"]) if run["schedule_id"] else None
         if waiting is not None:
             first = waiting["definition"]["steps"][0]["id"]
             job = await self.defer(conn, waiting["queue"], waiting["id"], first, 0.0)

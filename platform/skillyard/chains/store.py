@@ -136,6 +136,20 @@ async def lock_run(conn: AsyncConnection[Any], run_id: str) -> Row | None:
     return await _one(conn, "SELECT * FROM skillyard.chain_runs WHERE id = %(id)s FOR UPDATE", {"id": run_id})
 
 
+async def load_run(conn: AsyncConnection[Any], run_id: str) -> Row | None:
+    """The run's row, locked for this transaction (a step and a cancel never interleave), with ``steps``: each
+    step's id, status, job, attempts and envelope in order; one query."""
+    return await _one(
+        conn,
+        """SELECT r.*, COALESCE((SELECT json_agg(json_build_object('step_id', s.step_id, 'status', s.status,
+                                     'job_id', s.job_id, 'attempts', s.attempts, 'envelope', s.envelope)
+                                     ORDER BY s.position)
+                                 FROM skillyard.chain_steps s WHERE s.run_id = r.id), '[]'::json) AS steps
+           FROM skillyard.chain_runs r WHERE r.id = %(id)s FOR UPDATE OF r""",
+        {"id": run_id},
+    )
+
+
 async def steps_of(conn: AsyncConnection[Any], run_id: str) -> list[Row]:
     return await _all(
         conn, "SELECT * FROM skillyard.chain_steps WHERE run_id = %(id)s ORDER BY position", {"id": run_id}
@@ -157,34 +171,48 @@ async def start_step(conn: AsyncConnection[Any], run_id: str, step_id: str, job_
     """Mark a step running (one more attempt) and its run running; the attempt number."""
     row = await _one(
         conn,
-        """UPDATE skillyard.chain_steps SET status = 'running', attempts = attempts + 1, job_id = %(job)s,
+        """WITH run AS (UPDATE skillyard.chain_runs SET status = 'running', started_at = COALESCE(started_at, now())
+                        WHERE id = %(run)s AND status = 'queued')
+           UPDATE skillyard.chain_steps SET status = 'running', attempts = attempts + 1, job_id = %(job)s,
                   started_at = COALESCE(started_at, now()), error = NULL
            WHERE run_id = %(run)s AND step_id = %(step)s RETURNING attempts""",
         {"run": run_id, "step": step_id, "job": job_id},
     )
-    await _exec(
-        conn,
-        """UPDATE skillyard.chain_runs SET status = 'running', started_at = COALESCE(started_at, now())
-           WHERE id = %(run)s AND status = 'queued'""",
-        {"run": run_id},
-    )
     assert row is not None
     return int(row["attempts"])
+
+
+async def complete_step(
+    conn: AsyncConnection[Any],
+    run_id: str,
+    step_id: str,
+    envelope: dict[str, Any],
+    next_step: str | None,
+    next_job: int | None,
+) -> None:
+    """A step succeeded; the next step's job (deferred in the same transaction) is recorded with it, so a
+    redelivered job of this step sees that the next one is on its way."""
+    await _exec(
+        conn,
+        """UPDATE skillyard.chain_steps SET
+               status = CASE WHEN step_id = %(step)s THEN 'succeeded' ELSE status END,
+               envelope = CASE WHEN step_id = %(step)s THEN %(envelope)s ELSE envelope END,
+               finished_at = CASE WHEN step_id = %(step)s THEN now() ELSE finished_at END,
+               job_id = CASE WHEN step_id = %(step)s THEN job_id ELSE %(job)s END
+           WHERE run_id = %(run)s AND (step_id = %(step)s OR step_id = %(next)s)""",
+        {"run": run_id, "step": step_id, "envelope": _json(envelope), "next": next_step, "job": next_job},
+    )
 
 
 async def finish_run(conn: AsyncConnection[Any], run_id: str, status: str, error: str | None = None) -> None:
     """End a run: its status, and every step that never started is skipped."""
     await _exec(
         conn,
-        """UPDATE skillyard.chain_runs SET status = %(status)s, error = %(error)s, finished_at = now()
+        """WITH steps AS (UPDATE skillyard.chain_steps SET status = 'skipped'
+                          WHERE run_id = %(run)s AND status = 'pending')
+           UPDATE skillyard.chain_runs SET status = %(status)s, error = %(error)s, finished_at = now()
            WHERE id = %(run)s""",
         {"run": run_id, "status": status, "error": error},
-    )
-    await _exec(
-        conn,
-        """UPDATE skillyard.chain_steps SET status = 'skipped'
-           WHERE run_id = %(run)s AND status = 'pending'""",
-        {"run": run_id},
     )
 
 
