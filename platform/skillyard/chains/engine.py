@@ -62,7 +62,8 @@ class ChainEngine:
         self.app: procrastinate.App | None = None
         self._waiters: dict[str, asyncio.Event] = {}
         self._local: tuple[str, asyncio.Task[None]] | None = None
-        self.steps = StepRunner(yard, self._defer, self._finished)
+        self.draining = False
+        self.steps = StepRunner(yard, self._defer, self._finished, lambda: not self.draining)
 
     # Opening -----------------------------------------------------------------------------------------------------
 
@@ -72,7 +73,7 @@ class ChainEngine:
         url = psycopg_url(await self.yard.database.url())  # migrations (procrastinate's schema too) have run
         connector = procrastinate.PsycopgConnector(
             conninfo=url,
-            kwargs={"options": "-c search_path=procrastinate"},
+            kwargs={"options": "-c search_path=procrastinate -c synchronous_commit=off"},
             min_size=1,
             max_size=self.concurrency + 4,
         )
@@ -142,9 +143,9 @@ class ChainEngine:
         task = self._app().tasks[STEP_TASK]
         if delay > 0:
             at = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=delay)
-            deferrer = task.configure(queue=queue, connection=conn, schedule_at=at)
+            deferrer = task.configure(queue=queue, connection=conn, schedule_at=at, lock=run_id)
         else:
-            deferrer = task.configure(queue=queue, connection=conn)
+            deferrer = task.configure(queue=queue, connection=conn, lock=run_id)
         job_id = await deferrer.defer_async(run_id=run_id, step_id=step_id)
         return int(job_id)
 
@@ -271,7 +272,7 @@ class ChainEngine:
                 raise ChainError(f"no chain run {run_id!r}")
             if run["status"] in store.FINISHED:
                 return await self._run_after(conn, run_id)
-            jobs = await store.running_jobs(conn, run_id)
+            jobs = await store.open_jobs(conn, run_id)
             await store.finish_run(conn, run_id, "cancelled", "cancelled")
         for job_id in jobs:
             with contextlib.suppress(Exception):  # the job may have ended meanwhile
@@ -375,6 +376,7 @@ class ChainEngine:
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            self.draining = True
             for task in waits:
                 task.cancel()
             results = await asyncio.gather(*tasks, return_exceptions=True)

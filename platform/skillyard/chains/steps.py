@@ -37,6 +37,8 @@ RETRIED = frozenset({"transient"})
 
 #: Defers a step job: (connection, queue, run id, step id, seconds from now); returns the job id.
 Defer = Callable[[AsyncConnection[Any], str, str, str, float], Awaitable[int]]
+#: A claimed step, ready to run: the run, its chain, the step, the attempt, what references read, its time limit.
+Prepared = tuple[store.Row, Chain, Step, int, dict[str, Any], float | None]
 #: Told when a run ends (the in-process runner waits on it).
 Finished = Callable[[str], None]
 
@@ -60,10 +62,13 @@ def _stored_chain(run: store.Row) -> Chain:
 class StepRunner:
     """Runs step jobs for one host: its skills, its database, the queue's defer function."""
 
-    def __init__(self, yard: SkillYard, defer: Defer, finished: Finished) -> None:
+    def __init__(
+        self, yard: SkillYard, defer: Defer, finished: Finished, may_continue: Callable[[], bool] = lambda: True
+    ) -> None:
         self.yard = yard
         self.defer = defer
         self.finished = finished
+        self.may_continue = may_continue  # False while a worker drains: it finishes its step and takes no new one
         self._chains: dict[tuple[str, int], Chain] = {}
 
     def _chain(self, run: store.Row) -> Chain:
@@ -77,69 +82,82 @@ class StepRunner:
         return chain
 
     async def __call__(self, conn_pool: Any, job_id: int | None, run_id: str, step_id: str) -> None:
+        """Run the step of this job, then, while the next step's job is due at once, that one too.
+
+        Every step is a job, and the jobs of a run share a procrastinate lock (the run id), so no worker takes the
+        next step's job while this one runs: instead of handing it back to the queue (a commit, a notification, a
+        fetch and a claim later), this job carries on with it and finishes it. Should this process die, the next
+        step's job is still there: recovery retries this job, which finds its step done, then the next job runs.
+        """
         ended: list[str] = []  # the run, once a transaction of this job ended it (told after the commit)
+        host = job_id
         try:
-            # One connection for the job (a pool checkout is a round trip), statements pipelined: a step costs a
-            # handful of round trips to PostgreSQL, not twenty.
+            # One connection for the job (a pool checkout is a round trip), statements pipelined, and a step's
+            # record and the next step's claim in one transaction: a step costs a few round trips, not twenty.
             async with conn_pool.connection() as conn:
                 async with conn.pipeline():
                     prepared = await self._begin(conn, job_id, run_id, step_id, ended)
-                if prepared is None:
-                    return
-                run, chain, step, attempt, scope, seconds = prepared
-                envelope = await self._execute(run, chain, step, render(step.input, scope), seconds)
-                async with conn.pipeline():
-                    await self._record(conn, run_id, chain, step, attempt, envelope, ended)
+                while prepared is not None:
+                    run, chain, step, attempt, scope, seconds = prepared
+                    envelope = await self._execute(run, chain, step, render(step.input, scope), seconds)
+                    own = job_id if job_id != host else None
+                    async with conn.pipeline():
+                        prepared, job_id = await self._record(
+                            conn, run_id, chain, step, attempt, envelope, ended, own, self.may_continue()
+                        )
         finally:
             for run_id in ended:
                 self.finished(run_id)
 
     async def _begin(
         self, conn: AsyncConnection[Any], job_id: int | None, run_id: str, step_id: str, ended: list[str]
-    ) -> tuple[store.Row, Chain, Step, int, dict[str, Any], float | None] | None:
+    ) -> Prepared | None:
         """Claim the step for this attempt, or settle it without running: None when nothing is left to run."""
         async with conn.transaction():
             run = await store.load_run(conn, run_id)
             if run is None or run["status"] in store.FINISHED:
                 return None  # pruned, cancelled or already over: nothing to do
-            chain = self._chain(run)
-            rows = run["steps"]
-            row = next((r for r in rows if r["step_id"] == step_id), None)
-            if row is None:
+            return await self._claim(conn, run, job_id, step_id, ended)
+
+    async def _claim(
+        self, conn: AsyncConnection[Any], run: store.Row, job_id: int | None, step_id: str, ended: list[str]
+    ) -> Prepared | None:
+        """In the caller's transaction, with the run loaded (and locked): claim the step, or settle it."""
+        run_id = run["id"]
+        chain = self._chain(run)
+        rows = run["steps"]
+        row = next((r for r in rows if r["step_id"] == step_id), None)
+        if row is None:
+            return None
+        if row["status"] == "succeeded":  # finished before a crash: only make sure the chain moves on
+            await self._advance(conn, run, chain, chain.step(step_id), rows, ended)
+            return None
+        if row["status"] in ("failed", "skipped"):
+            return None
+        step = chain.step(step_id)
+        position = [s.id for s in chain.steps].index(step_id)
+        previous = chain.steps[position - 1] if position else None
+        scope = scope_of(run, chain, rows)
+        prev_envelope = scope["steps"].get(previous.id) if previous else None
+        reason = empty_reason(previous, prev_envelope, step, scope)
+        if reason:
+            await store.update_step(conn, run_id, step_id, status="skipped", error=reason)
+            await self._end(conn, run, "stopped_empty", ended, reason)
+            return None
+        seconds = step.timeout_s
+        if run["deadline"] is not None:
+            left = (run["deadline"] - dt.datetime.now(dt.UTC)).total_seconds()
+            if left <= 0:
+                await store.update_step(conn, run_id, step_id, status="failed", error="the chain's timeout_s ran out")
+                await self._end(conn, run, "failed", ended, f"the chain's timeout_s ran out before step {step_id!r}")
                 return None
-            if row["status"] == "succeeded":  # finished before a crash: only make sure the chain moves on
-                await self._advance(conn, run, chain, chain.step(step_id), rows, ended)
-                return None
-            if row["status"] in ("failed", "skipped"):
-                return None
-            step = chain.step(step_id)
-            position = [s.id for s in chain.steps].index(step_id)
-            previous = chain.steps[position - 1] if position else None
-            scope = scope_of(run, chain, rows)
-            prev_envelope = scope["steps"].get(previous.id) if previous else None
-            reason = empty_reason(previous, prev_envelope, step, scope)
-            if reason:
-                await store.update_step(conn, run_id, step_id, status="skipped", error=reason)
-                await self._end(conn, run, "stopped_empty", ended, reason)
-                return None
-            seconds = step.timeout_s
-            if run["deadline"] is not None:
-                left = (run["deadline"] - dt.datetime.now(dt.UTC)).total_seconds()
-                if left <= 0:
-                    await store.update_step(
-                        conn, run_id, step_id, status="failed", error="the chain's timeout_s ran out"
-                    )
-                    await self._end(
-                        conn, run, "failed", ended, f"the chain's timeout_s ran out before step {step_id!r}"
-                    )
-                    return None
-                seconds = left if seconds is None else min(seconds, left)
-            attempt = await store.start_step(conn, run_id, step_id, job_id)
-            if attempt > step.retry.max + 1:  # the process running it died on every attempt
-                error = f"step {step_id!r} stopped with its process {attempt - 1} times (retry.max {step.retry.max})"
-                await store.update_step(conn, run_id, step_id, status="failed", error=error, finished_at=_now())
-                await self._end(conn, run, "failed", ended, error)
-                return None
+            seconds = left if seconds is None else min(seconds, left)
+        attempt = await store.start_step(conn, run_id, step_id, job_id)
+        if attempt > step.retry.max + 1:  # the process running it died on every attempt
+            error = f"step {step_id!r} stopped with its process {attempt - 1} times (retry.max {step.retry.max})"
+            await store.update_step(conn, run_id, step_id, status="failed", error=error, finished_at=_now())
+            await self._end(conn, run, "failed", ended, error)
+            return None
         return run, chain, step, attempt, scope, seconds
 
     async def _execute(
@@ -180,11 +198,18 @@ class StepRunner:
         attempt: int,
         envelope: dict[str, Any],
         ended: list[str],
-    ) -> None:
+        own_job: int | None = None,
+        carry_on: bool = False,
+    ) -> tuple[Prepared | None, int | None]:
+        """Record a step's outcome (and defer what follows) in one transaction. ``carry_on``: the next step, when
+        due at once, is claimed in the same transaction and returned with its job, for this job to run.
+        ``own_job``: the job of a step this job carried on with, finished in the same transaction."""
         async with conn.transaction():
+            if own_job is not None:
+                await store.finish_job(conn, own_job)
             run = await store.load_run(conn, run_id)
             if run is None:
-                return
+                return None, None
             if run["status"] in store.FINISHED:  # cancelled while it ran: keep what it did, start nothing
                 await store.update_step(
                     conn,
@@ -195,14 +220,25 @@ class StepRunner:
                     finished_at=_now(),
                     error="the run was cancelled",
                 )
-                return
+                return None, None
             if envelope.get("ok"):
                 following = chain.after(step.id)
                 job = None if following is None else await self.defer(conn, run["queue"], run_id, following.id, 0.0)
                 await store.complete_step(conn, run_id, step.id, envelope, following.id if following else None, job)
-                if following is None:
+                if following is None or job is None:
                     await self._end(conn, run, "succeeded", ended)
-                return
+                    return None, None
+                if not carry_on:
+                    return None, None
+                for row in run["steps"]:  # the run as it now stands, to claim the next step without reading it
+                    if row["step_id"] == step.id:
+                        row.update(status="succeeded", envelope=envelope)
+                    elif row["step_id"] == following.id:
+                        row["job_id"] = job
+                prepared = await self._claim(conn, run, job, following.id, ended)
+                if prepared is None:
+                    await store.finish_job(conn, job)  # settled without running: its job is done too
+                return prepared, job
             error = str(envelope.get("error") or envelope.get("user_message") or "failed")
             error_type = envelope.get("error_type")
             if error_type in RETRIED and not envelope.get("non_retriable") and attempt <= step.retry.max:
@@ -212,11 +248,12 @@ class StepRunner:
                 await store.update_step(
                     conn, run_id, step.id, status="pending", envelope=envelope, error=error, job_id=job
                 )
-                return
+                return None, None
             await store.update_step(
                 conn, run_id, step.id, status="failed", envelope=envelope, error=error, finished_at=_now()
             )
             await self._end(conn, run, "failed", ended, f"step {step.id!r} ({step.skill}) failed: {error}")
+        return None, None
 
     async def _advance(
         self,

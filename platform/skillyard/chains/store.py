@@ -274,14 +274,19 @@ def run_json(row: Row, steps: list[Row]) -> dict[str, Any]:
     }
 
 
-async def running_jobs(conn: AsyncConnection[Any], run_id: str) -> list[int]:
+async def open_jobs(conn: AsyncConnection[Any], run_id: str) -> list[int]:
+    """The run's jobs still waiting or running (every job of a run carries the run id as its lock)."""
     rows = await _all(
         conn,
-        """SELECT job_id FROM skillyard.chain_steps
-           WHERE run_id = %(run)s AND status IN ('running', 'pending') AND job_id IS NOT NULL""",
+        """SELECT id FROM procrastinate.procrastinate_jobs WHERE lock = %(run)s AND status IN ('todo', 'doing')""",
         {"run": run_id},
     )
-    return [int(r["job_id"]) for r in rows]
+    return [int(r["id"]) for r in rows]
+
+
+async def finish_job(conn: AsyncConnection[Any], job_id: int) -> None:
+    """Mark a step's job done in the caller's transaction: the job that carried on with it did its work."""
+    await _exec(conn, "SELECT procrastinate.procrastinate_finish_job_v1(%(job)s, 'succeeded', false)", {"job": job_id})
 
 
 async def prune(conn: AsyncConnection[Any], days: float) -> int:
