@@ -17,7 +17,7 @@ import yaml
 from ..catalog.yaml12 import TooLarge, compose, loader_for
 from ..errors import SkillyardError
 from ..invoke.context import ACTOR_KEYS
-from .references import BadReference, references
+from .references import BadReference, string_references, strings
 
 MAX_FILE_BYTES = 1_000_000
 MAX_STEPS = 100
@@ -107,16 +107,24 @@ def read_chain_file(text: str, source: str, skill_exists: Callable[[str], bool])
     """Parse and check a chain file's YAML text; ChainInvalid with every problem found."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
         raise ChainInvalid(source, [f"the file is larger than {MAX_FILE_BYTES:,} bytes; split the chain"])
+    notes: list[str] = []
     try:
-        data = compose(text, [], loader_for(text))
-    except TooLarge as exc:
-        raise ChainInvalid(source, [f"{exc}"]) from None
+        data = compose(text, notes, loader_for(text))
+    except TooLarge as exc:  # the loader is the skills' frontmatter loader, and says so
+        raise ChainInvalid(source, [str(exc).replace("the frontmatter", "the chain file")]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ChainInvalid(source, [f"not valid YAML{where}: {problem}"]) from None
-    return parse_chain(data, source, skill_exists)
+    twice = [n.split(" in the frontmatter")[0] + "; keep one" for n in notes if "appears twice" in n]
+    try:
+        chain = parse_chain(data, source, skill_exists)
+    except ChainInvalid as exc:
+        raise ChainInvalid(source, twice + exc.problems) from None
+    if twice:
+        raise ChainInvalid(source, twice)
+    return chain
 
 
 def parse_chain(data: Any, source: str, skill_exists: Callable[[str], bool]) -> Chain:
@@ -134,7 +142,8 @@ def parse_chain(data: Any, source: str, skill_exists: Callable[[str], bool]) -> 
         )
     description = _text(data, "description", problems)
     role_id = _text(data, "role_id", problems)
-    identity = data.get("identity") or {}
+    identity = data.get("identity")
+    identity = {} if identity is None else identity
     if not isinstance(identity, Mapping):
         problems.append(f"identity must be a mapping such as {{org_id: acme, team_role: owner}}, not {identity!r}")
         identity = {}
@@ -226,7 +235,8 @@ def _steps(value: Any, skill_exists: Callable[[str], bool], problems: list[str])
             problems.append(f"{where}: skill must name a skill, got {skill!r}")
         elif not skill_exists(skill):
             problems.append(f"{where}: no skill named {skill!r} (see `skillyard list`, or pass its --skills-dir)")
-        step_input = raw.get("input", {})
+        step_input = raw.get("input")
+        step_input = {} if step_input is None else step_input
         if not isinstance(step_input, Mapping):
             problems.append(
                 f"{where}: input must be a mapping of the skill's parameters, not {type(step_input).__name__}"
@@ -246,12 +256,13 @@ def _steps(value: Any, skill_exists: Callable[[str], bool], problems: list[str])
 
 
 def _check_references(step_input: Mapping[str, Any], earlier: list[str], where: str, problems: list[str]) -> None:
-    try:
-        found = list(references(step_input))
-    except BadReference as exc:
-        problems.append(f"{where}{exc}")
-        return
-    for place, ref in found:
-        if ref.step is not None and ref.step not in earlier:
-            named = f"earlier steps: {', '.join(earlier)}" if earlier else "it is the first step"
-            problems.append(f"{where}{place}: {{{{ {ref.text} }}}} names no earlier step ({named})")
+    for place, text in strings(step_input):
+        try:
+            found = string_references(text, place)
+        except BadReference as exc:
+            problems.append(f"{where}{exc}")
+            continue
+        for ref in found:
+            if ref.step is not None and ref.step not in earlier:
+                named = f"earlier steps: {', '.join(earlier)}" if earlier else "it is the first step"
+                problems.append(f"{where}{place}: {{{{ {ref.text} }}}} names no earlier step ({named})")

@@ -220,10 +220,13 @@ class ChainEngine:
         """Run a chain to its end in this process, on a queue of this engine's own; the finished run."""
         if self._local is None:  # one worker for every run of this engine, stopped (drained) when it closes
             queue = LOCAL_PREFIX + store.new_id()[:20]
+            # The run first: an unknown chain raises before a worker starts (a procrastinate worker cancelled
+            # while it starts up never stops, and closing the engine would wait for it forever).
+            run_id = await self.start(name, trigger, queue)
             self._local = (queue, asyncio.create_task(self.serve([queue], max(4, self.concurrency), "skillyard-run")))
-        queue, worker = self._local
-        run_id = await self.start(name, trigger, queue)
-        return await self.wait(run_id, progress, worker)
+        else:
+            run_id = await self.start(name, trigger, self._local[0])
+        return await self.wait(run_id, progress, self._local[1])
 
     async def wait(
         self,

@@ -16,6 +16,7 @@ from typing import Any
 #: ``{{ ref }}`` with any spaces inside the braces; what is inside is checked by :func:`parse`.
 _REF = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _SEGMENT = re.compile(r"\A[^.\s{}]+\Z")
+_INDEX = re.compile(r"\A-?[0-9]+\Z")
 ROOTS = ("trigger", "steps", "chain", "run")
 #: The fields of the ``chain`` and ``run`` roots.
 FIXED = {"chain": ("name",), "run": ("id", "started_at")}
@@ -66,6 +67,13 @@ def references(value: Any, where: str = "input") -> Iterator[tuple[str, Referenc
 
     Raises BadReference (prefixed with the place) for text between braces that is no reference.
     """
+    for place, text in strings(value, where):
+        for ref in string_references(text, place):
+            yield place, ref
+
+
+def strings(value: Any, where: str = "input") -> Iterator[tuple[str, str]]:
+    """Every string of an input that holds ``{{``, with its place, in document order."""
     stack: list[tuple[str, Any]] = [(where, value)]
     while stack:
         place, item = stack.pop()
@@ -74,13 +82,21 @@ def references(value: Any, where: str = "input") -> Iterator[tuple[str, Referenc
         elif isinstance(item, list):
             stack.extend((f"{place}.{i}", v) for i, v in reversed(list(enumerate(item))))
         elif isinstance(item, str) and "{{" in item:
-            if "}}" not in item[item.index("{{") :]:
-                raise BadReference(f"{place}: '{{{{' without a closing '}}}}'")
-            for match in _REF.finditer(item):
-                try:
-                    yield place, parse(match.group(1))
-                except BadReference as exc:
-                    raise BadReference(f"{place}: {exc}") from None
+            yield place, item
+
+
+def string_references(text: str, place: str) -> list[Reference]:
+    """The references of one string; BadReference (prefixed with the place) for the first that is none, or for a
+    ``{{`` that no ``}}`` closes."""
+    if "{{" in _REF.sub("", text):
+        raise BadReference(f"{place}: '{{{{' without a closing '}}}}'")
+    found = []
+    for match in _REF.finditer(text):
+        try:
+            found.append(parse(match.group(1)))
+        except BadReference as exc:
+            raise BadReference(f"{place}: {exc}") from None
+    return found
 
 
 def lookup(ref: Reference, scope: Mapping[str, Any]) -> Any:
@@ -89,7 +105,7 @@ def lookup(ref: Reference, scope: Mapping[str, Any]) -> Any:
     for segment in ref.path:
         if isinstance(value, Mapping):
             value = value.get(segment)
-        elif isinstance(value, list) and segment.lstrip("-").isdigit():
+        elif isinstance(value, list) and _INDEX.match(segment):
             index = int(segment)
             value = value[index] if -len(value) <= index < len(value) else None
         else:
@@ -110,7 +126,7 @@ def render(value: Any, scope: Mapping[str, Any]) -> Any:
     if not isinstance(value, str) or "{{" not in value:
         return value
     whole = _REF.fullmatch(value)
-    if whole:
+    if whole and "}}" not in whole.group(1):  # not ``{{ a }}{{ b }}``, which is two references in a text
         return lookup(parse(whole.group(1)), scope)
     return _REF.sub(lambda m: _as_text(lookup(parse(m.group(1)), scope)), value)
 

@@ -3,8 +3,9 @@
 procrastinate's own periodic tasks are registered in code and know no time zones, so schedules live in a table and
 one periodic ticker task reads them. A tick is a ``(schedule, time)`` row: whichever worker inserts it first starts
 the run, every other sees the conflict and does nothing. Ticks are wall-clock times of the schedule's zone, as
-croniter computes them: a time that a daylight-saving jump skips does not happen that day, and a repeated hour
-fires once. A tick more than :data:`MISSED_AFTER_S` late is recorded as missed, not run (no catch-up).
+croniter computes them: a time that a daylight-saving jump skips fires at the first time after the jump (02:30 in
+Europe/Berlin on the spring-forward day fires at 03:00), and a repeated hour fires once. A tick more than
+:data:`MISSED_AFTER_S` late is recorded as missed, not run (no catch-up).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import datetime as dt
 from collections.abc import Iterator
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from ..errors import SkillyardError
 
@@ -37,6 +38,12 @@ def check_cron(expression: str) -> str:
             f"--cron {expression!r} is not a cron expression: give five fields (minute hour day month weekday, "
             "e.g. '*/5 * * * *') or six with trailing seconds ('* * * * * */2' is every two seconds)"
         )
+    try:  # '0 0 30 2 *' is read, yet has no next time: the ticker and `schedule list` could never compute one
+        croniter(text, dt.datetime(2000, 1, 1, tzinfo=dt.UTC)).get_next(dt.datetime)
+    except CroniterBadDateError:
+        raise ScheduleInvalid(
+            f"--cron {expression!r} never fires (a day that no month has, such as 30 February): fix its day and month"
+        ) from None
     return text
 
 
