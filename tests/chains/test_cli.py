@@ -512,3 +512,7 @@ def test_help_of_every_command_shows_no_traceback():
     for args in (("chain", "--help"), ("chain", "add", "--help"), ("chain", "run", "--help"), ("schedule", "--help")):
         result = invoke(*args)
         assert result.exit_code == 0 and no_traceback(result), (args, result.output)
+
+
+def test_chain_runs_of_an_unknown_chain_exits_2(db_env):
+    usage_error(invoke("chain", "runs", unique()), "no chain named")

@@ -387,3 +387,40 @@ async def test_a_tick_more_than_a_minute_late_is_missed_not_run(engine):
     ticks = await engine.ticks(schedule["id"])
     assert started == 0 and [t["status"] for t in ticks] == ["missed"]  # one record, no catch-up runs
     assert await engine.tick(now) == 0 and len(await engine.ticks(schedule["id"])) == 1
+
+
+async def test_a_failure_inside_the_engine_fails_the_run_instead_of_leaving_it_running(engine, monkeypatch):
+    async def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("disk on fire")
+
+    name = await add(engine, [{"id": "a", "skill": "echo", "input": {}}, {"id": "b", "skill": "echo", "input": {}}])
+    monkeypatch.setattr(store, "complete_step", broken)
+    monkeypatch.setattr(store, "start_step", _failing_second_start(store.start_step))
+    run = await asyncio.wait_for(engine.run(name), 30)
+    assert run["status"] == "failed" and "disk on fire" in run["error"]
+    assert [s["status"] for s in run["steps"]] == ["failed", "skipped"]
+
+
+def _failing_second_start(start: Any) -> Any:
+    """store.start_step that raises when it would also record the step before (the carry-on path)."""
+
+    async def start_step(conn: Any, run_id: str, step_id: str, job_id: Any, done: Any = None) -> int:
+        if done is not None:
+            raise RuntimeError("disk on fire")
+        return await start(conn, run_id, step_id, job_id, done)
+
+    return start_step
+
+
+async def test_a_waiting_chain_run_gives_up_on_a_run_whose_job_is_gone(engine):
+    """A run left `running` with no job (its job failed outside the engine, e.g. a worker without the task) is
+    failed by the waiting `chain run` instead of waited for ever."""
+    name = await add(engine, [{"id": "a", "skill": "echo", "input": {}}])
+    run_id = await engine.start(name, queue="nobody-listens")
+    async with engine.transaction() as conn:
+        await conn.execute("UPDATE skillyard.chain_runs SET status = 'running' WHERE id = %(id)s", {"id": run_id})
+        await conn.execute(
+            "UPDATE procrastinate.procrastinate_jobs SET status = 'failed' WHERE lock = %(id)s", {"id": run_id}
+        )
+    run = await asyncio.wait_for(engine.wait(run_id), 10)
+    assert run["status"] == "failed" and "job ended" in run["error"]

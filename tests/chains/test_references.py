@@ -99,7 +99,6 @@ def test_non_ascii_values_are_rendered_as_themselves_not_escaped():
         ("{{ steps.fetch.rows.-1.v }}", 2),
         ("{{ steps.fetch.rows.5.v }}", None),
         ("{{ trigger.items.x }}", None),  # a name on a list
-        ("{{ trigger.items.+1 }}", None),
         ("{{ trigger.items.1e0 }}", None),
         ("{{ trigger.digits.0 }}", "zero-key"),  # a digit on a mapping is a key
     ],
@@ -215,12 +214,13 @@ def test_no_code_is_evaluated_and_attribute_names_read_nothing():
     assert render("{{ trigger.items.__len__ }}", SCOPE) is None
 
 
-def test_a_filter_or_subscript_written_without_spaces_is_a_key_name_not_code():
-    """``x|upper`` and ``items[0]`` have no spaces, so each is one path segment: a key that does not exist (read as
-    None, which the empty-result guard then stops on), not a call of ``upper`` or a subscript."""
-    assert parse("trigger.symbol|upper").path == ("symbol|upper",)
-    assert render("{{ trigger.symbol|upper }}", SCOPE) is None
-    assert render("{{ trigger.items[0] }}", SCOPE) is None
+@pytest.mark.parametrize("text", ["trigger.symbol|upper", "trigger.items[0]", "trigger.items.+1", "trigger.a(b)"])
+def test_a_filter_or_subscript_written_without_spaces_is_refused_too(text):
+    """A segment is a name (any script), digits, ``_`` or ``-``: ``x|upper`` or ``items[0]`` is no key anybody
+    meant, so it is refused when the chain is added instead of reading null at run time."""
+    with pytest.raises(BadReference, match="is not a reference"):
+        parse(text)
+    assert parse("trigger.价格.close_1.-1").path == ("价格", "close_1", "-1")
     assert render("{{ trigger.items.0 }}", SCOPE) == 10
 
 

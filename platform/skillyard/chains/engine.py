@@ -40,6 +40,8 @@ STEP_TASK = "skillyard.chain_step"
 BACKGROUND_TASK = "skillyard.background_run"
 #: How often a waiting ``chain run`` looks at its run when nothing told it of a change (a cancel elsewhere).
 POLL_S = 0.25
+#: Every this many polls, a waiting `chain run` checks that its run still has a job.
+ORPHAN_CHECK_EVERY = 8
 
 
 class ChainError(SkillyardError):
@@ -237,6 +239,7 @@ class ChainEngine:
         """Wait for a run to end; ``progress`` is called with the run whenever a step's status changes."""
         waiter = self._waiters.setdefault(run_id, asyncio.Event())
         seen: list[tuple[str, str]] = []
+        polls = 0
         try:
             while True:
                 run = await self.get_run(run_id)
@@ -249,11 +252,24 @@ class ChainEngine:
                 if worker is not None and worker.done():
                     worker.result()  # the worker failed: say why
                     raise ChainError(f"the worker of run {run_id} stopped before the run ended")
+                polls += 1
+                if run["status"] == "running" and polls % ORPHAN_CHECK_EVERY == 0 and await self._orphaned(run_id):
+                    continue  # marked failed: the next round returns it
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(waiter.wait(), POLL_S)
                 waiter.clear()
         finally:
             self._waiters.pop(run_id, None)
+
+    async def _orphaned(self, run_id: str) -> bool:
+        """A running run with no job left to run it (its job failed outside the engine's control) is failed, so
+        nobody waits for it for ever; True when it was."""
+        async with self.transaction() as conn:
+            run = await store.lock_run(conn, run_id)
+            if run is None or run["status"] != "running" or await store.open_jobs(conn, run_id):
+                return False
+            await store.fail_unfinished(conn, run_id, "the run's job ended without finishing it (see the worker's log)")
+        return True
 
     async def get_run(self, run_id: str) -> dict[str, Any]:
         async with self.transaction() as conn:
@@ -263,8 +279,13 @@ class ChainEngine:
         return run
 
     async def runs(self, name: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The newest runs of a chain (also of a removed one, while its runs are kept); ChainError for a name that
+        has neither."""
         async with self.transaction() as conn:
-            return await store.list_runs(conn, name, limit)
+            runs = await store.list_runs(conn, name, limit)
+            if not runs and await store.get_chain(conn, name) is None:
+                raise ChainError(f"no chain named {name!r}; `skillyard chain list` shows the stored chains")
+            return runs
 
     async def cancel(self, run_id: str) -> dict[str, Any]:
         """Cancel a run: pending steps never start, the running step's job is aborted (its abort_signal is set)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 #: ``{{ ref }}`` with any spaces inside the braces; what is inside is checked by :func:`parse`.
 _REF = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
-_SEGMENT = re.compile(r"\A[^.\s{}]+\Z")
+_SEGMENT = re.compile(r"\A[\w\-]+\Z")  # names (any script), digits, _ and -: no operators, brackets or pipes
 _INDEX = re.compile(r"\A-?[0-9]+\Z")
 ROOTS = ("trigger", "steps", "chain", "run")
 #: The fields of the ``chain`` and ``run`` roots.

@@ -63,13 +63,22 @@ def check_overlap(policy: str) -> str:
 
 
 def due_ticks(cron: str, zone: ZoneInfo, after: dt.datetime, now: dt.datetime) -> Iterator[dt.datetime]:
-    """The ticks in ``(after, now]``, oldest first, as UTC datetimes (at most MAX_TICKS_PER_EVALUATION)."""
-    iterator = croniter(cron, after.astimezone(zone))
+    """The ticks in ``(after, now]``, oldest first, as UTC datetimes (at most MAX_TICKS_PER_EVALUATION).
+
+    A tick at the same wall-clock time as the one before it (the repeated hour when clocks fall back: croniter
+    gives a daily 02:30 twice that night) is left out, so a wall-clock time fires once.
+    """
+    start = after.astimezone(zone)
+    previous = start.replace(tzinfo=None)
+    iterator = croniter(cron, start)
     for _ in range(MAX_TICKS_PER_EVALUATION):
         tick: dt.datetime = iterator.get_next(dt.datetime)
         if tick > now:
             return
-        yield tick.astimezone(dt.UTC)
+        wall = tick.replace(tzinfo=None)
+        if wall != previous:
+            yield tick.astimezone(dt.UTC)
+        previous = wall
 
 
 def latest_tick(cron: str, zone: ZoneInfo, now: dt.datetime) -> dt.datetime:

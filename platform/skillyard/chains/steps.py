@@ -103,8 +103,13 @@ class StepRunner:
                     own = job_id if job_id != host else None
                     async with conn.pipeline():
                         prepared, job_id = await self._record(
-                            conn, run_id, chain, step, attempt, envelope, ended, own, self.may_continue()
+                            conn, run, chain, step, attempt, envelope, ended, own, self.may_continue()
                         )
+        except Exception as exc:  # a bug or a lost database: fail the run rather than leave it running
+            log.exception("chain run %s failed in the engine", run_id)
+            async with conn_pool.connection() as conn, conn.transaction():  # raises again if the database is gone
+                await store.fail_unfinished(conn, run_id, f"the chain engine failed: {type(exc).__name__}: {exc}")
+            ended.append(run_id)
         finally:
             for run_id in ended:
                 self.finished(run_id)
@@ -120,19 +125,31 @@ class StepRunner:
             return await self._claim(conn, run, job_id, step_id, ended)
 
     async def _claim(
-        self, conn: AsyncConnection[Any], run: store.Row, job_id: int | None, step_id: str, ended: list[str]
+        self,
+        conn: AsyncConnection[Any],
+        run: store.Row,
+        job_id: int | None,
+        step_id: str,
+        ended: list[str],
+        done: tuple[str, dict[str, Any]] | None = None,
     ) -> Prepared | None:
-        """In the caller's transaction, with the run loaded (and locked): claim the step, or settle it."""
+        """In the caller's transaction, with the run loaded (and locked): claim the step, or settle it. ``done``:
+        the step before it, just succeeded, recorded by the statement that claims this one (or first, when this
+        one is settled without running)."""
         run_id = run["id"]
+
+        async def settle() -> None:
+            if done is not None:
+                await store.complete_step(conn, run_id, done[0], done[1], step_id, job_id)
+
         chain = self._chain(run)
         rows = run["steps"]
         row = next((r for r in rows if r["step_id"] == step_id), None)
-        if row is None:
+        if row is None or row["status"] in ("failed", "skipped"):
+            await settle()
             return None
         if row["status"] == "succeeded":  # finished before a crash: only make sure the chain moves on
             await self._advance(conn, run, chain, chain.step(step_id), rows, ended)
-            return None
-        if row["status"] in ("failed", "skipped"):
             return None
         step = chain.step(step_id)
         position = [s.id for s in chain.steps].index(step_id)
@@ -141,6 +158,7 @@ class StepRunner:
         prev_envelope = scope["steps"].get(previous.id) if previous else None
         reason = empty_reason(previous, prev_envelope, step, scope)
         if reason:
+            await settle()
             await store.update_step(conn, run_id, step_id, status="skipped", error=reason)
             await self._end(conn, run, "stopped_empty", ended, reason)
             return None
@@ -148,11 +166,12 @@ class StepRunner:
         if run["deadline"] is not None:
             left = (run["deadline"] - dt.datetime.now(dt.UTC)).total_seconds()
             if left <= 0:
+                await settle()
                 await store.update_step(conn, run_id, step_id, status="failed", error="the chain's timeout_s ran out")
                 await self._end(conn, run, "failed", ended, f"the chain's timeout_s ran out before step {step_id!r}")
                 return None
             seconds = left if seconds is None else min(seconds, left)
-        attempt = await store.start_step(conn, run_id, step_id, job_id)
+        attempt = await store.start_step(conn, run_id, step_id, job_id, done)
         if attempt > step.retry.max + 1:  # the process running it died on every attempt
             error = f"step {step_id!r} stopped with its process {attempt - 1} times (retry.max {step.retry.max})"
             await store.update_step(conn, run_id, step_id, status="failed", error=error, finished_at=_now())
@@ -192,7 +211,7 @@ class StepRunner:
     async def _record(
         self,
         conn: AsyncConnection[Any],
-        run_id: str,
+        claimed: store.Row,
         chain: Chain,
         step: Step,
         attempt: int,
@@ -204,12 +223,16 @@ class StepRunner:
         """Record a step's outcome (and defer what follows) in one transaction. ``carry_on``: the next step, when
         due at once, is claimed in the same transaction and returned with its job, for this job to run.
         ``own_job``: the job of a step this job carried on with, finished in the same transaction."""
+        run_id = claimed["id"]
         async with conn.transaction():
             if own_job is not None:
                 await store.finish_job(conn, own_job)
-            run = await store.load_run(conn, run_id)
-            if run is None:
+            locked = await store.lock_run(conn, run_id)
+            if locked is None:
                 return None, None
+            # Only this run's job writes its steps (the run's jobs share a lock), so the steps read when the step
+            # was claimed are still true; the run's own status may have changed (a cancel).
+            run = {**locked, "steps": claimed["steps"]}
             if run["status"] in store.FINISHED:  # cancelled while it ran: keep what it did, start nothing
                 await store.update_step(
                     conn,
@@ -224,18 +247,17 @@ class StepRunner:
             if envelope.get("ok"):
                 following = chain.after(step.id)
                 job = None if following is None else await self.defer(conn, run["queue"], run_id, following.id, 0.0)
-                await store.complete_step(conn, run_id, step.id, envelope, following.id if following else None, job)
-                if following is None or job is None:
-                    await self._end(conn, run, "succeeded", ended)
-                    return None, None
-                if not carry_on:
+                if following is None or job is None or not carry_on:
+                    await store.complete_step(conn, run_id, step.id, envelope, following.id if following else None, job)
+                    if following is None or job is None:
+                        await self._end(conn, run, "succeeded", ended)
                     return None, None
                 for row in run["steps"]:  # the run as it now stands, to claim the next step without reading it
                     if row["step_id"] == step.id:
                         row.update(status="succeeded", envelope=envelope)
                     elif row["step_id"] == following.id:
                         row["job_id"] = job
-                prepared = await self._claim(conn, run, job, following.id, ended)
+                prepared = await self._claim(conn, run, job, following.id, ended, done=(step.id, envelope))
                 if prepared is None:
                     await store.finish_job(conn, job)  # settled without running: its job is done too
                 return prepared, job

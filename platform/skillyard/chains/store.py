@@ -167,16 +167,33 @@ async def update_step(conn: AsyncConnection[Any], run_id: str, step_id: str, **f
     )
 
 
-async def start_step(conn: AsyncConnection[Any], run_id: str, step_id: str, job_id: int | None) -> int:
-    """Mark a step running (one more attempt) and its run running; the attempt number."""
+async def start_step(
+    conn: AsyncConnection[Any],
+    run_id: str,
+    step_id: str,
+    job_id: int | None,
+    done: tuple[str, dict[str, Any]] | None = None,
+) -> int:
+    """Mark a step running (one more attempt) and its run running; the attempt number. ``done``: the step before
+    it (id, envelope), recorded as succeeded by the same statement."""
+    done_id, envelope = done if done is not None else (None, None)
     row = await _one(
         conn,
         """WITH run AS (UPDATE skillyard.chain_runs SET status = 'running', started_at = COALESCE(started_at, now())
-                        WHERE id = %(run)s AND status = 'queued')
+                        WHERE id = %(run)s AND status = 'queued'),
+                done AS (UPDATE skillyard.chain_steps SET status = 'succeeded', envelope = %(envelope)s,
+                                finished_at = now()
+                         WHERE run_id = %(run)s AND step_id = %(done)s)
            UPDATE skillyard.chain_steps SET status = 'running', attempts = attempts + 1, job_id = %(job)s,
                   started_at = COALESCE(started_at, now()), error = NULL
            WHERE run_id = %(run)s AND step_id = %(step)s RETURNING attempts""",
-        {"run": run_id, "step": step_id, "job": job_id},
+        {
+            "run": run_id,
+            "step": step_id,
+            "job": job_id,
+            "done": done_id,
+            "envelope": _json(envelope) if envelope is not None else None,
+        },
     )
     assert row is not None
     return int(row["attempts"])
@@ -213,6 +230,24 @@ async def finish_run(conn: AsyncConnection[Any], run_id: str, status: str, error
            UPDATE skillyard.chain_runs SET status = %(status)s, error = %(error)s, finished_at = now()
            WHERE id = %(run)s""",
         {"run": run_id, "status": status, "error": error},
+    )
+
+
+async def fail_unfinished(conn: AsyncConnection[Any], run_id: str, error: str) -> None:
+    """End a run that cannot go on (its job failed in the engine): running steps failed, pending ones skipped."""
+    await _exec(
+        conn,
+        """UPDATE skillyard.chain_steps SET status = 'failed', error = %(error)s, finished_at = now()
+           WHERE run_id = %(run)s AND status = 'running'""",
+        {"run": run_id, "error": error},
+    )
+    await _exec(
+        conn,
+        """WITH steps AS (UPDATE skillyard.chain_steps SET status = 'skipped'
+                          WHERE run_id = %(run)s AND status = 'pending')
+           UPDATE skillyard.chain_runs SET status = 'failed', error = %(error)s, finished_at = now()
+           WHERE id = %(run)s AND status IN ('queued', 'running')""",
+        {"run": run_id, "error": error},
     )
 
 
