@@ -390,10 +390,10 @@ def report(baseline: list[float], as_step: list[float], a: dict[str, Any], b: di
         f" this process (starting the runs, polling) {ms(cpu['bench'] / steps)}"
     )
     print()
-    print(f"(b) in-process runner, `await chains.run(...)` ({N_INPROCESS} runs, one worker started per run)")
+    print(f"(b) in-process runner, `await chains.run(...)` ({N_INPROCESS} runs, the engine's one worker)")
     print(step_lines("  skill-to-skill gap of consecutive steps:", b["gaps"], base, target=True))
     walls = [w / 3 for w in b["walls"]]
-    print(step_lines("  whole chains.run / 3 (start, worker start and stop, wait included):", walls, base, False))
+    print(step_lines("  whole chains.run / 3 (start and wait included):", walls, base, False))
     print(
         f"  chains.run called -> first skill ran: {ms(statistics.median(b['firsts']))} median,"
         f" {ms(pct(b['firsts'], 95))} p95"

@@ -65,7 +65,7 @@ class ChainEngine:
         self._waiters: dict[str, asyncio.Event] = {}
         self._local: tuple[str, asyncio.Task[None]] | None = None
         self.draining = False
-        self.steps = StepRunner(yard, self._defer, self._finished, lambda: not self.draining)
+        self.steps = StepRunner(yard, self._defer, self._finished, lambda: not self.draining, LOCAL_PREFIX)
 
     # Opening -----------------------------------------------------------------------------------------------------
 

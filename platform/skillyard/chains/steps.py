@@ -63,12 +63,18 @@ class StepRunner:
     """Runs step jobs for one host: its skills, its database, the queue's defer function."""
 
     def __init__(
-        self, yard: SkillYard, defer: Defer, finished: Finished, may_continue: Callable[[], bool] = lambda: True
+        self,
+        yard: SkillYard,
+        defer: Defer,
+        finished: Finished,
+        may_continue: Callable[[], bool] = lambda: True,
+        parking: str = "skillyard-run-",
     ) -> None:
         self.yard = yard
         self.defer = defer
         self.finished = finished
         self.may_continue = may_continue  # False while a worker drains: it finishes its step and takes no new one
+        self.parking = parking
         self._chains: dict[tuple[str, int], Chain] = {}
 
     def _chain(self, run: store.Row) -> Chain:
@@ -246,7 +252,10 @@ class StepRunner:
                 return None, None
             if envelope.get("ok"):
                 following = chain.after(step.id)
-                job = None if following is None else await self.defer(conn, run["queue"], run_id, following.id, 0.0)
+                # A job this one carries on with waits in a queue nobody listens to (no worker is woken for it); should
+                # this process die, recovery moves it to the run's queue.
+                queue = (self.parking + run_id[:20]) if carry_on else run["queue"]
+                job = None if following is None else await self.defer(conn, queue, run_id, following.id, 0.0)
                 if following is None or job is None or not carry_on:
                     await store.complete_step(conn, run_id, step.id, envelope, following.id if following else None, job)
                     if following is None or job is None:
