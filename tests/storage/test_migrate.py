@@ -4,13 +4,9 @@ open it at once."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import subprocess
 import sys
-import uuid
-
-import pytest
 
 from skillyard import SkillYard
 from support import REPO
@@ -22,25 +18,6 @@ MIGRATIONS = REPO / "platform" / "skillyard" / "storage" / "migrations" / "versi
 
 def head_revision() -> str:
     return max(p.name.split("_", 1)[0] for p in MIGRATIONS.glob("[0-9]*.py"))
-
-
-@pytest.fixture
-async def fresh_database(db_env, monkeypatch):
-    """A brand-new, empty database on the session's PostgreSQL server; SKILLYARD_DATABASE_URL points at it."""
-    import asyncpg
-    from sqlalchemy.engine import make_url
-
-    name = "r2_" + uuid.uuid4().hex[:12]
-    admin = await asyncpg.connect(db_env.replace("postgresql+asyncpg://", "postgresql://"))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        url = make_url(db_env).set(database=name).render_as_string(hide_password=False)
-        monkeypatch.setenv("SKILLYARD_DATABASE_URL", url)
-        yield url
-    finally:
-        with contextlib.suppress(Exception):
-            await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 async def _schema_state(url: str) -> tuple[list[str], set[str]]:
@@ -67,24 +44,24 @@ async def test_two_hosts_migrate_the_same_database_concurrently(db_env):
         await y.close()
 
 
-async def test_first_open_of_an_empty_database_migrates_it_to_head(fresh_database, tmp_path, yard_for):
+async def test_first_open_of_an_empty_database_migrates_it_to_head(empty_database, tmp_path, yard_for):
     [upload] = make_files(tmp_path / "up", ["a.png"])
     async with yard_for() as yard:
         assert [i["ref"] for i in await yard.attach("fresh", [upload])] == ["img_1"]
-    versions, tables = await _schema_state(fresh_database)
+    versions, tables = await _schema_state(empty_database)
     assert versions == [head_revision()]
     assert {"attachments", "skill_configs", "runs", "alembic_version"} <= tables
 
 
-async def test_two_hosts_opening_an_empty_database_at_once_in_one_process(fresh_database, tmp_path, yard_for):
+async def test_two_hosts_opening_an_empty_database_at_once_in_one_process(empty_database, tmp_path, yard_for):
     files = make_files(tmp_path / "up", ["a.png", "b.png"])
     async with yard_for() as one, yard_for() as two:
         got = await asyncio.gather(one.attach("twice", [files[0]]), two.attach("twice", [files[1]]))
     assert sorted(i["ref"] for batch in got for i in batch) == ["img_1", "img_2"]
-    assert (await _schema_state(fresh_database))[0] == [head_revision()]
+    assert (await _schema_state(empty_database))[0] == [head_revision()]
 
 
-def test_processes_opening_an_empty_database_at_once(fresh_database, make_skill, skills_root, tmp_path):
+def test_processes_opening_an_empty_database_at_once(empty_database, make_skill, skills_root, tmp_path):
     make_skill("noop", files={"handler.py": "def execute(i):\n    return {'ok': True}\n"})
     files = make_files(tmp_path / "up", [f"f{n}.pdf" for n in range(3)])
     # Separate processes racing on one database: what one process shares in memory cannot serialise them.
@@ -98,10 +75,10 @@ def test_processes_opening_an_empty_database_at_once(fresh_database, make_skill,
     assert all("Traceback" not in err for _, err in outs), outs
     rows = asyncio.run(listed("racing"))
     assert sorted(r["ref"] for r in rows) == ["file_1", "file_2", "file_3"]
-    assert asyncio.run(_schema_state(fresh_database))[0] == [head_revision()]
+    assert asyncio.run(_schema_state(empty_database))[0] == [head_revision()]
 
 
-def test_reopening_a_migrated_database_from_a_new_process_keeps_its_rows(fresh_database, tmp_path):
+def test_reopening_a_migrated_database_from_a_new_process_keeps_its_rows(empty_database, tmp_path):
     [upload] = make_files(tmp_path / "up", ["keep.png"])
     assert asyncio.run(attach_and_close("again", upload)) == ["img_1"]
     # A new process: migrations are remembered once per process (storage/migrate.py), so only a fresh process
