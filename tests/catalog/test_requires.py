@@ -8,6 +8,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from skillyard.catalog.requires import Requirements, check_requirements, parse_requirements
 from support.catalog import fm, parse
 from support.cli import listing, one
@@ -281,3 +283,13 @@ def test_vocabularies_merged_and_deduplicated(skills_root, monkeypatch):
         "required_environment_variables: [H_DUP]\nprerequisites:\n  env_vars: [H_DUP]",
     )
     assert item["needs_config"] == ["H_DUP"]
+
+
+@pytest.mark.parametrize("block", ["moltbot", "clawdis", "clawdhub"])
+def test_older_openclaw_block_names_gate_too(block):
+    """Issue 18 (6): OpenClaw's earlier names carry requirements in real collections; a darwin-only skill under
+    one of them is unavailable on Linux."""
+    req = parse_requirements({"metadata": {block: {"requires": {"bins": ["rg"]}, "os": ["darwin"]}}})
+    assert req.bins == ("rg",) and req.os == ("darwin",)
+    assert not check_requirements(req, has_of(), which_of("rg"), platform="linux").os_supported
+    assert check_requirements(req, has_of(), which_of("rg"), platform="darwin").passed

@@ -158,3 +158,23 @@ def test_skills_dirs_missing_folder_is_clear(tmp_path):
         return
     with pytest.raises(SkillyardError):
         yard.skill("anything")
+
+
+def test_a_lower_case_skill_md_is_a_skill_file_at_every_depth(skills_root):
+    """Issue 18 (5): `skill.md` in lower case (accepted by the Agent Skills reference validator) is found as a
+    direct child, nested in a category, and as a root that is itself a skill; SKILL.md wins when both exist."""
+    for rel in ("lower", "category/nested_lower"):
+        folder = skills_root / rel
+        folder.mkdir(parents=True)
+        (folder / "skill.md").write_text(f"---\nname: {folder.name}\ndescription: lower-case file\n---\nBody.\n")
+    both = skills_root / "both"
+    both.mkdir()
+    (both / "SKILL.md").write_text("---\nname: both\ndescription: upper\n---\n")
+    if not (both / "skill.md").exists():  # a case-insensitive file system has one file for both names
+        (both / "skill.md").write_text("---\nname: both\ndescription: lower\n---\n")
+    names = entries_by_name(SkillYard(skills_dirs=[skills_root], include_builtin=False))
+    assert {"lower", "nested_lower", "both"} <= set(names)
+    assert names["both"][0]["description"] == "upper"
+    alone = SkillYard(skills_dirs=[skills_root / "lower"], include_builtin=False)
+    assert alone.skill("lower").manifest.path.name == "skill.md"
+    assert alone.read_skill_file("lower")["content"].startswith("---")

@@ -257,3 +257,25 @@ def test_handler_py_without_exec_is_python(make_skill, skills_root):
     make_skill("hp", frontmatter="name: hp\ndescription: d\nexec:\n  timeout: 5", files={"handler.py": OK_HANDLER})
     item = one(listing(skills_root), "hp")
     assert item["exec_type"] == "PYTHON" and item["skill_type"] == "handler"
+
+
+@pytest.mark.parametrize("flag", ["disable-model-invocation: true", "disable_model_invocation: yes"])
+async def test_a_skill_kept_from_the_model_is_not_exposed_but_runs_by_name(make_skill, skills_root, flag):
+    """Issue 18 (7): OpenClaw and Claude Code read `disable-model-invocation: true` to keep a skill away from the
+    model; it is listed, not exposed, and can still be run explicitly."""
+    make_skill(
+        "manual_only",
+        frontmatter=f"name: manual_only\ndescription: d\n{flag}",
+        files={"handler.py": "async def execute(input, context):\n    return {'ran': True}\n"},
+    )
+    item = one(listing(skills_root), "manual_only")
+    assert item["exposed"] is False and not item["error"]
+    from skillyard import SkillYard
+
+    async with SkillYard([skills_root], include_builtin=False) as yard:
+        assert (await yard.run("manual_only"))["ran"] is True
+
+
+def test_disable_model_invocation_false_keeps_it_exposed(make_skill, skills_root):
+    make_skill("offered", frontmatter="name: offered\ndescription: d\ndisable-model-invocation: false")
+    assert one(listing(skills_root), "offered")["exposed"] is True

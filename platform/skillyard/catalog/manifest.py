@@ -10,6 +10,7 @@ from typing import Any
 from .frontmatter_parser import parse_markdown
 
 SKILL_FILE = "SKILL.md"
+LOWER_SKILL_FILE = "skill.md"
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def locate_skill_md(skill_dir: Path, install: dict[str, Any]) -> Path | None:
         return direct
     origin = install.get("origin_path")
     if isinstance(origin, str) and origin.strip():
-        for name in (SKILL_FILE, "skill.md"):
+        for name in (SKILL_FILE, LOWER_SKILL_FILE):
             candidate = skill_dir / origin / name
             if candidate.is_file():
                 return candidate

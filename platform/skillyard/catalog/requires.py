@@ -86,10 +86,15 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+#: ``metadata.<block>`` vocabularies read for requirements: OpenClaw's and its earlier names (clawdbot, moltbot,
+#: clawdis, clawdhub: real collections still carry them), and ours.
+GATING_BLOCKS = ("openclaw", "clawdbot", "moltbot", "clawdis", "clawdhub", "skillyard")
+
+
 def parse_requirements(meta: Mapping[str, Any]) -> Requirements:
     """Merge every gating vocabulary found in a skill's frontmatter."""
     metadata = _mapping(meta.get("metadata"))
-    blocks: list[Mapping[str, Any]] = [_mapping(metadata.get(k)) for k in ("openclaw", "clawdbot", "skillyard")]
+    blocks: list[Mapping[str, Any]] = [_mapping(metadata.get(k)) for k in GATING_BLOCKS]
     blocks += [metadata, meta]
     env: list[tuple[str, bool]] = []
     bins: list[str] = []

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .manifest import SKILL_FILE, locate_skill_md, read_install_manifest
+from .manifest import LOWER_SKILL_FILE, SKILL_FILE, locate_skill_md, read_install_manifest
 
 MAX_DEPTH = 6
 #: Folders never searched: version control, dependencies and caches.
@@ -68,12 +68,20 @@ def _searchable_dirs(entries: list[os.DirEntry[str]]) -> list[str]:
     return dirs
 
 
+def skill_file(entries: list[os.DirEntry[str]]) -> str | None:
+    """The folder's skill file: ``SKILL.md``, else ``skill.md`` (the Agent Skills reference validator accepts the
+    lower-case name, and real collections use it)."""
+    names = {e.name for e in entries}
+    return SKILL_FILE if SKILL_FILE in names else (LOWER_SKILL_FILE if LOWER_SKILL_FILE in names else None)
+
+
 def _found(root: Root, folder: str, entries: list[os.DirEntry[str]]) -> FoundSkill | None:
     """The skill in a folder dropped into a root (full §2.1 lookup), or None."""
     names = {e.name for e in entries}
     install = read_install_manifest(Path(folder)) if INSTALL_MANIFEST in names else {}
-    if SKILL_FILE in names and not install.get("skill_md"):
-        md: Path | None = Path(folder, SKILL_FILE)
+    own = skill_file(entries)
+    if own is not None and not install.get("skill_md"):
+        md: Path | None = Path(folder, own)
     else:
         md = locate_skill_md(Path(folder), install)
     return FoundSkill(root, Path(folder), md, install, entries) if md is not None else None
@@ -87,8 +95,9 @@ def walk_root(root: Root) -> Iterator[FoundSkill]:
     six levels. The walk never descends into a skill folder.
     """
     entries = list_folder(str(root.path))
-    if any(e.name == SKILL_FILE for e in entries):
-        yield FoundSkill(root, root.path, root.path / SKILL_FILE, read_install_manifest(root.path), entries)
+    own = skill_file(entries)
+    if own is not None:
+        yield FoundSkill(root, root.path, root.path / own, read_install_manifest(root.path), entries)
         return
     for child in _searchable_dirs(entries):
         child_entries = list_folder(child)
@@ -102,7 +111,8 @@ def walk_root(root: Root) -> Iterator[FoundSkill]:
 def _walk_deep(root: Root, folders: list[str], depth: int) -> Iterator[FoundSkill]:
     for folder in folders:
         entries = list_folder(folder)
-        if any(e.name == SKILL_FILE for e in entries):
-            yield FoundSkill(root, Path(folder), Path(folder, SKILL_FILE), {}, entries)
+        own = skill_file(entries)
+        if own is not None:
+            yield FoundSkill(root, Path(folder), Path(folder, own), {}, entries)
         elif depth < MAX_DEPTH:
             yield from _walk_deep(root, _searchable_dirs(entries), depth + 1)

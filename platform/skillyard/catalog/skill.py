@@ -58,6 +58,7 @@ class Skill:
     category: str | None = None
     source: str = "local"
     trigger_type: str = "explicit"
+    model_invocation_disabled: bool = False
     aliases: tuple[str, ...] = ()
     is_async: bool = False
     force_raw_prompt: bool = False
@@ -76,8 +77,14 @@ class Skill:
 
     @property
     def exposed(self) -> bool:
-        """Offered to models: explicit trigger, not knowledge, and readable."""
-        return self.trigger_type == "explicit" and self.skill_type != "knowledge" and self.error is None
+        """Offered to models: explicit trigger, not knowledge, readable, and not kept away from the model
+        (``disable-model-invocation: true``, as OpenClaw and Claude Code read it; still runnable by name)."""
+        return (
+            self.trigger_type == "explicit"
+            and self.skill_type != "knowledge"
+            and self.error is None
+            and not self.model_invocation_disabled
+        )
 
     @property
     def tool_description(self) -> str:
@@ -273,6 +280,9 @@ def build_skill(
         category=_category(meta, skill_dir, root),
         source=source.strip() if isinstance(source, str) and source.strip() else root_source,
         trigger_type=_trigger_type(meta),
+        model_invocation_disabled=as_bool(
+            meta.get("disable-model-invocation", meta.get("disable_model_invocation", False))
+        ),
         aliases=_aliases(meta),
         is_async=as_bool(meta.get("async", False)),
         force_raw_prompt=as_bool(meta.get("force_raw_prompt", False)),
