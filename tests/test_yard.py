@@ -303,3 +303,28 @@ def test_read_skill_file_skill_md_has_fallback_for_non_default_lookup(skills_roo
     except SkillyardError:
         return
     assert "Manual body" in page["content"]
+
+
+def test_read_skill_file_matches_a_name_that_differs_only_in_case(make_skill, skills_root):
+    """Issue 18 (9): SKILL.md files name `REFERENCE.md` while the file is `reference.md`; one match resolves, two
+    (a case-sensitive folder with both spellings) resolve to none."""
+    make_skill("cased", files={"references/reference.md": "the guide", "Notes.md": "a", "NOTES.md": "b"})
+    yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
+    assert yard.read_skill_file("cased", "REFERENCES/REFERENCE.md")["content"] == "the guide"
+    assert yard.read_skill_file("cased", "Notes.md")["content"] == "a"  # the exact name wins
+    with pytest.raises(SkillyardError, match="no file"):
+        yard.read_skill_file("cased", "notes.MD")
+
+
+def test_read_skill_file_follows_a_link_to_a_sibling_skill_only(make_skill, skills_root):
+    """Issue 18 (9): `../other/SKILL.md` reads the sibling skill's file when that skill is in the catalog; a path to
+    a folder that is no skill is refused."""
+    make_skill("first")
+    make_skill("other", files={"references/shared.md": "shared"})
+    (skills_root / "not_a_skill").mkdir()
+    (skills_root / "not_a_skill" / "x.md").write_text("private")
+    yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
+    assert "Instructions" in yard.read_skill_file("first", "../other/SKILL.md")["content"]
+    assert yard.read_skill_file("first", "../other/references/shared.md")["content"] == "shared"
+    with pytest.raises(SkillyardError, match="outside the folder"):
+        yard.read_skill_file("first", "../not_a_skill/x.md")

@@ -44,6 +44,24 @@ BUILTIN_ROOT_PLUGIN = "skillyard.catalog.builtin_root"
 UNKNOWN_NAME_RESCAN = 1.0
 
 
+def _case_insensitive(base: Path, path: str) -> Path | None:
+    """``path`` below ``base`` matched one segment at a time ignoring case (``REFERENCE.md`` → ``reference.md``),
+    when every segment matches exactly one entry; None otherwise."""
+    current = base
+    for part in Path(path).parts:
+        if part in ("..", "."):
+            current = (current / part).resolve()
+            continue
+        try:
+            matches = [child for child in current.iterdir() if child.name.lower() == part.lower()]
+        except OSError:
+            return None
+        if len(matches) != 1:
+            return None
+        current = matches[0]
+    return current.resolve() if current.is_file() else None
+
+
 class SkillYard:
     """The host. Use as ``async with SkillYard(skills_dirs=[...]) as yard: await yard.run(name, input)``."""
 
@@ -213,8 +231,16 @@ class SkillYard:
         skill = self.skill(name)
         base = skill.dir.resolve()
         target = (base / path).resolve() if path != "SKILL.md" else skill.manifest.path.resolve()
-        if not target.is_relative_to(base) and target != skill.manifest.path.resolve():
-            raise SkillyardError(f"{path!r} is outside the folder of skill {skill.name!r}; use a path inside {base}")
+        if not target.is_file():
+            target = _case_insensitive(base, path) or target
+        in_own_folder = target.is_relative_to(base) or target == skill.manifest.path.resolve()
+        if not in_own_folder and not any(
+            target.is_relative_to(e.skill.dir.resolve()) for e in self.catalog.entries if e.active
+        ):  # a link to a sibling skill's file (../other/SKILL.md) reads that skill's file
+            raise SkillyardError(
+                f"{path!r} is outside the folder of skill {skill.name!r} and of every other skill; use a path "
+                f"inside {base}"
+            )
         if not target.is_file():
             raise SkillyardError(f"skill {skill.name!r} has no file {path!r}")
         if type(offset) is not int or offset < 0:

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from .commands import artifacts, doctor, list_cmd, plugins, run, show, validate
+from .commands import artifacts, doctor, list_cmd, plugins, read, run, show, validate
 from .configs import config
 from .database import db
 from .group import SkillyardGroup
@@ -32,7 +32,7 @@ def cli(verbose: int) -> None:
     )
 
 
-for _command in (list_cmd, show, plugins, run, artifacts, validate, doctor, config, db):
+for _command in (list_cmd, show, read, plugins, run, artifacts, validate, doctor, config, db):
     cli.add_command(_command)
 cli.seal_builtin()
 

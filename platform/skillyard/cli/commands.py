@@ -52,8 +52,9 @@ def list_cmd(skills_dirs: tuple[Path, ...], no_builtin: bool, as_json: bool) -> 
 @click.command()
 @click.argument("name")
 @skills_dir_option()
+@click.option("--manual", is_flag=True, help="Print the skill's SKILL.md (its manual), whole.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def show(name: str, skills_dirs: tuple[Path, ...], as_json: bool) -> None:
+def show(name: str, skills_dirs: tuple[Path, ...], manual: bool, as_json: bool) -> None:
     """Show one skill: manifest, exposed input schema, tool names, warnings."""
     from ..catalog.describe import describe_skill
 
@@ -62,6 +63,9 @@ def show(name: str, skills_dirs: tuple[Path, ...], as_json: bool) -> None:
         skill = yard.skill(name)
     except UnknownSkill as exc:
         raise click.UsageError(str(exc)) from None
+    if manual:
+        _print_file(yard, skill.name, "SKILL.md", 0, whole=True, as_json=as_json)
+        return
     entry = next(e for e in yard.entries if e.skill.dir == skill.dir and e.active)
     info = describe_skill(entry)
     if as_json:
@@ -87,6 +91,44 @@ def show(name: str, skills_dirs: tuple[Path, ...], as_json: bool) -> None:
         click.echo(f"warning: {w}")
     if info["error"]:
         click.echo(f"error: {info['error']}")
+
+
+@click.command()
+@click.argument("name")
+@click.argument("path")
+@click.option(
+    "--offset", type=click.IntRange(min=0), default=0, show_default=True, help="Where to start (a next_offset)."
+)
+@skills_dir_option()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: {path, content, offset, next_offset, …}.")
+def read(name: str, path: str, offset: int, skills_dirs: tuple[Path, ...], as_json: bool) -> None:
+    """Print a file of a skill's folder (a reference it names), 40,000 characters a page."""
+    yard = open_yard(skills_dirs)
+    _print_file(yard, name, path, offset, whole=False, as_json=as_json)
+
+
+def _print_file(yard: Any, name: str, path: str, offset: int, *, whole: bool, as_json: bool) -> None:
+    """One page of a skill's file (``whole``: every page), as read_skill_file reads it; its errors exit 2."""
+    pages = []
+    try:
+        while True:
+            page = yard.read_skill_file(name, path, offset)
+            pages.append(page)
+            if not whole or page["next_offset"] is None:
+                break
+            offset = page["next_offset"]
+    except SkillyardError as exc:
+        raise click.UsageError(str(exc)) from None
+    if as_json:
+        joined = {**pages[-1], "content": "".join(p["content"] for p in pages), "offset": pages[0]["offset"]}
+        print_json(joined if whole else pages[0])
+        return
+    click.echo("".join(p["content"] for p in pages), nl=False)
+    last = pages[-1]
+    if last["next_offset"] is not None:
+        click.echo(
+            f"\n[{last['total_chars'] - last['next_offset']} more characters: --offset {last['next_offset']}]", err=True
+        )
 
 
 @click.command()
