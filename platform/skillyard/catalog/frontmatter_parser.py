@@ -28,6 +28,8 @@ from .yaml12 import MAX_DEPTH, TooLarge, Yaml12Loader, compose, flow_depth, json
 #: python-frontmatter's YAML handler decides whether a file opens with frontmatter; the closing fence is found
 #: here, because its split cuts at a ``---`` line even inside a quoted value.
 _HANDLER = YAMLHandler()
+#: Blank lines and HTML comments (a licence header, a generator's note) before a frontmatter block; bounded.
+_LEAD = re.compile(r"\A(?:[ \t]*\n|[ \t]*<!--.{0,4000}?-->[ \t]*\n?){1,20}", re.DOTALL)
 
 UNTERMINATED = "the frontmatter block is not terminated: add a line '---' after the last frontmatter field"
 
@@ -62,6 +64,16 @@ def parse_markdown(raw: bytes | str) -> ParsedMarkdown:
     """
     text = normalize_text(raw)
     result = ParsedMarkdown(body=text, size=len(text))
+    lead = _LEAD.match(text)
+    if lead and lead.end() and text.startswith("---", lead.end()):  # blank lines or an HTML comment come first
+        parsed = parse_markdown(text[lead.end() :])
+        if parsed.has_frontmatter:
+            parsed.size = len(text)
+            parsed.warnings = [
+                "the frontmatter follows blank lines or an HTML comment; start the file with its --- line",
+                *parsed.warnings,
+            ]
+            return parsed
     found = _fences(text)
     if found is None:
         return result

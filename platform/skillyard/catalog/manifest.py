@@ -24,6 +24,7 @@ class Manifest:
     warnings: tuple[str, ...] = ()
     error: str | None = None
     install: dict[str, Any] = field(default_factory=dict)
+    frontmatter: bool = True  # False: no frontmatter block, so name and description were derived
 
 
 def read_install_manifest(skill_dir: Path) -> dict[str, Any]:
@@ -83,7 +84,10 @@ def read_manifest(path: Path, install: dict[str, Any] | None = None) -> Manifest
     parsed = parse_markdown(raw)
     warnings = list(parsed.warnings)
     if not parsed.has_frontmatter and parsed.error is None:
-        warnings.append("SKILL.md has no frontmatter: name and description were derived")
+        warnings.append(
+            "SKILL.md has no frontmatter: name and description were derived, and it is not offered to models; "
+            "add a --- block with name and description"
+        )
     return Manifest(
         path=path,
         meta=parsed.meta,
@@ -92,4 +96,5 @@ def read_manifest(path: Path, install: dict[str, Any] | None = None) -> Manifest
         warnings=tuple(warnings),
         error=parsed.error,
         install=install or {},
+        frontmatter=parsed.has_frontmatter or parsed.error is not None,
     )

@@ -84,6 +84,7 @@ class Skill:
             and self.skill_type != "knowledge"
             and self.error is None
             and not self.model_invocation_disabled
+            and self.manifest.frontmatter  # a derived name and description are no description for a model
         )
 
     @property
