@@ -11,6 +11,7 @@ from .catalog import Catalog
 from .code import scan_file
 from .roots import Root
 from .skill import Skill
+from .spec_check import spec_findings
 
 
 def _module_constants(tree: ast.Module) -> list[str]:
@@ -48,7 +49,7 @@ def _logs_to_stdout(tree: ast.Module) -> bool:
     return False
 
 
-def check_skill(skill: Skill) -> dict[str, Any]:
+def check_skill(skill: Skill, spec: bool = False) -> dict[str, Any]:
     """Errors and warnings for one skill."""
     errors: list[str] = [skill.error] if skill.error else []
     warnings = list(skill.warnings)
@@ -97,6 +98,8 @@ def check_skill(skill: Skill) -> dict[str, Any]:
         flag = prop.get("x-secret") if isinstance(prop, dict) else None
         treated = "kept as an ordinary parameter (x-secret: false)" if flag is False else "treated as a credential"
         warnings.append(f"parameter {name!r} matches the credential rule: {treated}")
+    if spec:
+        warnings.extend(f"spec: {finding}" for finding in spec_findings(skill.manifest.meta, skill.dir.name))
     return {
         "name": skill.name,
         "dir": str(skill.dir),
@@ -106,9 +109,9 @@ def check_skill(skill: Skill) -> dict[str, Any]:
     }
 
 
-def validate_paths(paths: list[Path]) -> list[dict[str, Any]]:
-    """Check every skill folder at or under the given paths."""
+def validate_paths(paths: list[Path], spec: bool = False) -> list[dict[str, Any]]:
+    """Check every skill folder at or under the given paths (``spec``: the Agent Skills rules too, as warnings)."""
     roots = [Root(p.resolve(), i, "local") for i, p in enumerate(paths) if p.is_dir()]
     catalog = Catalog(roots)
     catalog.scan()
-    return [check_skill(entry.skill) for entry in catalog.entries]
+    return [check_skill(entry.skill, spec) for entry in catalog.entries]

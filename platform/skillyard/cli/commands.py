@@ -244,12 +244,13 @@ def artifacts(session: str, as_json: bool) -> None:
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--spec", is_flag=True, help="Also check the Agent Skills specification's rules (as warnings).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def validate(paths: tuple[Path, ...], as_json: bool) -> None:
+def validate(paths: tuple[Path, ...], spec: bool, as_json: bool) -> None:
     """Lint skill folders against the pre-release checklist; exit 1 on errors."""
     from ..catalog.validate import validate_paths
 
-    reports = validate_paths(list(paths))
+    reports = validate_paths(list(paths), spec=spec)
     if as_json:
         print_json(reports)
     else:
