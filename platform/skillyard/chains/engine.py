@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import json
 import math
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import procrastinate
@@ -46,6 +47,30 @@ ORPHAN_CHECK_EVERY = 8
 
 class ChainError(SkillyardError):
     """A chain operation that cannot be done (an unknown chain, run or schedule; a chain still scheduled)."""
+
+
+def _key(value: str, what: str) -> str:
+    """A name or id as given, or ChainError: PostgreSQL text holds no NUL, so no stored name or id has one."""
+    if not isinstance(value, str) or "\x00" in value:
+        raise ChainError(f"no {what} {value!r}")
+    return value
+
+
+def _trigger(value: Any, what: str = "the trigger input") -> dict[str, Any]:
+    """A trigger input PostgreSQL can store: a JSON object without NUL characters (jsonb refuses \\u0000)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ChainError(f"{what} must be a JSON object (a dict), not {type(value).__name__}")
+    try:  # as the store writes it: a cycle or a nesting too deep for it is refused here, with the reason
+        json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, TypeError, RecursionError) as exc:
+        reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ChainError(f"{what} cannot be stored as JSON: {reason}") from None
+    text = store.nul_text(value)
+    if text is not None:
+        raise ChainError(f"{what} has a NUL character (\\u0000) in {text[:40]!r}: PostgreSQL cannot store it")
+    return dict(value)
 
 
 def psycopg_url(url: str) -> str:
@@ -181,6 +206,7 @@ class ChainEngine:
             return await store.save_chain(conn, chain.name, chain.as_json())
 
     async def chain(self, name: str) -> dict[str, Any]:
+        name = _key(name, "chain named")
         async with self.transaction() as conn:
             row = await store.get_chain(conn, name)
             schedules = await store.list_schedules(conn, name)
@@ -193,6 +219,7 @@ class ChainEngine:
             return [{**_chain_json(r), "schedules": r["schedules"]} for r in await store.list_chains(conn)]
 
     async def remove(self, name: str, force: bool = False) -> dict[str, Any]:
+        name = _key(name, "chain named")
         async with self.transaction() as conn:
             if await store.get_chain(conn, name) is None:
                 raise ChainError(f"no chain named {name!r}")
@@ -210,11 +237,12 @@ class ChainEngine:
 
     async def start(self, name: str, trigger: dict[str, Any] | None = None, queue: str = QUEUE) -> str:
         """Queue a run of the chain's current version; its id (a worker, or :meth:`run`, executes it)."""
+        name, trigger = _key(name, "chain named"), _trigger(trigger)
         async with self.transaction() as conn:
             row = await store.get_chain(conn, name)
             if row is None:
                 raise ChainError(f"no chain named {name!r}; add it with `skillyard chain add FILE.yaml`")
-            return await self.steps.start(conn, row, dict(trigger or {}), queue)
+            return await self.steps.start(conn, row, trigger, queue)
 
     async def run(
         self, name: str, trigger: dict[str, Any] | None = None, progress: Callable[[dict[str, Any]], None] | None = None
@@ -272,6 +300,7 @@ class ChainEngine:
         return True
 
     async def get_run(self, run_id: str) -> dict[str, Any]:
+        run_id = _key(run_id, "chain run")
         async with self.transaction() as conn:
             run = await store.get_run(conn, run_id)
         if run is None:
@@ -281,6 +310,7 @@ class ChainEngine:
     async def runs(self, name: str, limit: int = 20) -> list[dict[str, Any]]:
         """The newest runs of a chain (also of a removed one, while its runs are kept); ChainError for a name that
         has neither."""
+        name = _key(name, "chain named")
         async with self.transaction() as conn:
             runs = await store.list_runs(conn, name, limit)
             if not runs and await store.get_chain(conn, name) is None:
@@ -290,6 +320,7 @@ class ChainEngine:
     async def cancel(self, run_id: str) -> dict[str, Any]:
         """Cancel a run: pending steps never start, the running step's job is aborted (its abort_signal is set)."""
         app = self._app()
+        run_id = _key(run_id, "chain run")
         async with self.transaction() as conn:
             run = await store.lock_run(conn, run_id)
             if run is None:
@@ -315,13 +346,14 @@ class ChainEngine:
     async def schedule(
         self, name: str, cron: str, tz: str = "UTC", trigger: dict[str, Any] | None = None, overlap: str = "skip"
     ) -> dict[str, Any]:
+        name, trigger = _key(name, "chain named"), _trigger(trigger, "the schedule's input")
         cron = check_cron(cron)
         check_zone(tz)
         check_overlap(overlap)
         async with self.transaction() as conn:
             if await store.get_chain(conn, name) is None:
                 raise ChainError(f"no chain named {name!r}; add it with `skillyard chain add FILE.yaml` first")
-            schedule_id = await store.add_schedule(conn, name, cron, tz, dict(trigger or {}), overlap)
+            schedule_id = await store.add_schedule(conn, name, cron, tz, trigger, overlap)
             rows = await store.list_schedules(conn, name)
         return _schedule_json(next(r for r in rows if r["id"] == schedule_id))
 
@@ -330,11 +362,13 @@ class ChainEngine:
             return [_schedule_json(r) for r in await store.list_schedules(conn)]
 
     async def pause(self, schedule_id: str, paused: bool = True) -> None:
+        schedule_id = _key(schedule_id, "schedule")
         async with self.transaction() as conn:
             if not await store.set_paused(conn, schedule_id, paused):
                 raise ChainError(f"no schedule {schedule_id!r}; `skillyard schedule list` shows them")
 
     async def unschedule(self, schedule_id: str) -> None:
+        schedule_id = _key(schedule_id, "schedule")
         async with self.transaction() as conn:
             if not await store.remove_schedule(conn, schedule_id):
                 raise ChainError(f"no schedule {schedule_id!r}; `skillyard schedule list` shows them")

@@ -50,7 +50,7 @@ def check_cron(expression: str) -> str:
 def check_zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long for a file name
         raise ScheduleInvalid(
             f"--tz {name!r} is not a time zone: give an IANA name such as UTC, Europe/Berlin or Asia/Shanghai"
         ) from None

@@ -210,9 +210,14 @@ class StepRunner:
             assert seconds is not None
             return env_mod.timed_out(step.skill, round(time.monotonic() - started, 3))
         try:
-            return task.result()
+            envelope = task.result()
         except Exception as exc:  # yard.run refuses before running (an unknown skill after a rescan, bad input)
             return env_mod.failure(step.skill, str(exc), error_type="non_retriable", non_retriable=True)
+        text = store.nul_text(envelope)
+        if text is not None:  # jsonb cannot store it: the step fails with the reason, not the engine
+            error = f"the skill's result holds a NUL character (\\u0000) in {text[:40]!r}, which cannot be stored"
+            return env_mod.failure(step.skill, error, error_type="non_retriable", non_retriable=True)
+        return envelope
 
     async def _record(
         self,

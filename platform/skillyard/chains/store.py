@@ -26,6 +26,24 @@ def _json(value: Any) -> Jsonb:
     return Jsonb(value, dumps=lambda v: json.dumps(v, ensure_ascii=False, default=str))
 
 
+def nul_text(value: Any) -> str | None:
+    """The first string (key or value) of a JSON value holding a NUL character, which jsonb cannot store; else None.
+    The value must be free of cycles (it was dumped to JSON)."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str) and "\x00" in key:
+                    return key
+                stack.append(child)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, str) and "\x00" in item:
+            return item
+    return None
+
+
 async def _one(conn: AsyncConnection[Any], query: str, params: dict[str, Any]) -> Row | None:
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(query, params)
