@@ -316,7 +316,7 @@ def test_read_skill_file_matches_a_name_that_differs_only_in_case(make_skill, sk
         yard.read_skill_file("cased", "notes.MD")
 
 
-def test_read_skill_file_follows_a_link_to_a_sibling_skill_only(make_skill, skills_root):
+def test_read_skill_file_follows_a_link_to_a_sibling_skill_when_asked(make_skill, skills_root):
     """Issue 18 (9): `../other/SKILL.md` reads the sibling skill's file when that skill is in the catalog; a path to
     a folder that is no skill is refused."""
     make_skill("first")
@@ -324,7 +324,9 @@ def test_read_skill_file_follows_a_link_to_a_sibling_skill_only(make_skill, skil
     (skills_root / "not_a_skill").mkdir()
     (skills_root / "not_a_skill" / "x.md").write_text("private")
     yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
-    assert "Instructions" in yard.read_skill_file("first", "../other/SKILL.md")["content"]
-    assert yard.read_skill_file("first", "../other/references/shared.md")["content"] == "shared"
+    assert "Instructions" in yard.read_skill_file("first", "../other/SKILL.md", siblings=True)["content"]
+    assert yard.read_skill_file("first", "../other/references/shared.md", siblings=True)["content"] == "shared"
     with pytest.raises(SkillyardError, match="outside the folder"):
-        yard.read_skill_file("first", "../not_a_skill/x.md")
+        yard.read_skill_file("first", "../not_a_skill/x.md", siblings=True)
+    with pytest.raises(SkillyardError, match="outside the folder"):  # an agent reading its manual stays inside it
+        yard.read_skill_file("first", "../other/SKILL.md")

@@ -226,20 +226,25 @@ class SkillYard:
             raise UnknownSkill(name, list(self.catalog.by_name))
         return found[0]
 
-    def read_skill_file(self, name: str, path: str = "SKILL.md", offset: int = 0) -> dict[str, Any]:
-        """Up to 40,000 characters of a file inside a skill's folder, from ``offset``; binary files get a stub."""
+    def read_skill_file(
+        self, name: str, path: str = "SKILL.md", offset: int = 0, *, siblings: bool = False
+    ) -> dict[str, Any]:
+        """Up to 40,000 characters of a file inside a skill's folder, from ``offset``; binary files get a stub.
+        ``siblings``: a link to another catalogued skill's file (``../other/SKILL.md``) reads that file (``skillyard
+        read``); without it (an agent reading its manual) the skill's own folder is the limit."""
         skill = self.skill(name)
         base = skill.dir.resolve()
         target = (base / path).resolve() if path != "SKILL.md" else skill.manifest.path.resolve()
         if not target.is_file():
             target = _case_insensitive(base, path) or target
         in_own_folder = target.is_relative_to(base) or target == skill.manifest.path.resolve()
-        if not in_own_folder and not any(
-            target.is_relative_to(e.skill.dir.resolve()) for e in self.catalog.entries if e.active
-        ):  # a link to a sibling skill's file (../other/SKILL.md) reads that skill's file
+        if not in_own_folder and not (
+            siblings and any(target.is_relative_to(e.skill.dir.resolve()) for e in self.catalog.entries if e.active)
+        ):
             raise SkillyardError(
-                f"{path!r} is outside the folder of skill {skill.name!r} and of every other skill; use a path "
-                f"inside {base}"
+                f"{path!r} is outside the folder of skill {skill.name!r}"
+                + (" and of every other skill" if siblings else "")
+                + f"; use a path inside {base}"
             )
         if not target.is_file():
             raise SkillyardError(f"skill {skill.name!r} has no file {path!r}")

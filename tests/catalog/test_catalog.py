@@ -16,7 +16,7 @@ from skillyard import SkillYard
 from skillyard.catalog.describe import describe_entry
 from skillyard.errors import UnknownSkill
 from support.catalog import entries, entries_by_name
-from support.cli import listing, named, one
+from support.cli import listing, one
 from support.skills import ECHO, OK_HANDLER, assert_failure, run_skill, write_raw, yard_of
 
 
@@ -37,16 +37,32 @@ def test_precedence_and_shadowing(make_skill, tmp_path, monkeypatch):
     assert loser["error"] is None
 
 
-def test_same_name_twice_in_one_root_is_reported(make_skill, skills_root):
-    make_skill("one", frontmatter="name: same\ndescription: a")
-    make_skill("two", frontmatter="name: same\ndescription: b")
+def test_same_name_twice_in_one_root_keeps_both_usable(make_skill, skills_root):
+    """Issue 18 (4): the first by folder path keeps the name, the later one gets `<name>_<hash of its folder>`
+    (stable across restarts) and a warning naming both; both run."""
+    make_skill("one", frontmatter="name: same\ndescription: a", files={"handler.py": OK_HANDLER})
+    make_skill("two", frontmatter="name: same\ndescription: b", files={"handler.py": OK_HANDLER})
     yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
-    listed = entries_by_name(yard)["same"]
-    assert len(listed) == 2
-    loser = next(d for d in listed if not d["active"])
-    assert "two skills named 'same' in one root" in loser["error"]
-    winner = next(d for d in listed if d["active"])
-    assert any("ignored" in w for w in winner["warnings"])
+    assert yard.skill("same").description == "a"
+    [renamed] = [n for n in entries_by_name(yard) if n.startswith("same_")]
+    assert yard.skill(renamed).description == "b" and yard.skill(renamed).error is None
+    listed = entries_by_name(yard)[renamed][0]
+    assert listed["active"] and any("keeps the name" in w and str(skills_root / "one") in w for w in listed["warnings"])
+    again = SkillYard(skills_dirs=[skills_root], include_builtin=False)
+    assert again.skill(renamed).dir == yard.skill(renamed).dir  # the same name after a restart
+
+
+def test_a_skill_in_error_claims_no_name(make_skill, skills_root):
+    """Issue 18 (4): a folder whose frontmatter is broken falls back to its folder name; it must not knock out the
+    valid skill of that name, here or in a lower root."""
+    broken_dir = skills_root / "report"  # its broken frontmatter falls back to the folder's name: report
+    broken_dir.mkdir()
+    (broken_dir / "SKILL.md").write_text("---\nname: [unclosed\ndescription: x\n---\n")
+    make_skill("zz_real", frontmatter="name: report\ndescription: the real one", files={"handler.py": OK_HANDLER})
+    yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
+    assert yard.skill("report").description == "the real one"
+    broken = [e for e in yard.entries if e.skill.dir == broken_dir]
+    assert broken and broken[0].skill.error and not broken[0].active
 
 
 def test_aliases_resolve(make_skill, skills_root):
@@ -186,12 +202,13 @@ def test_hopeless_yaml_is_listed_with_error_not_dropped(skills_root):
 
 
 def test_two_skills_same_name_in_one_root_both_reported(make_skill, skills_root):
-    """Issue: 'two skills of the same name in one root are both reported, never one silently dropped'."""
+    """Issue: 'two skills of the same name in one root are both reported, never one silently dropped'; since issue
+    18 (4) both stay usable, the later under a qualified name."""
     make_skill("x1", frontmatter="name: twin\ndescription: one")
     make_skill("x2", frontmatter="name: twin\ndescription: two")
-    twins = named(listing(skills_root), "twin")
-    assert len(twins) == 2
-    assert sum(1 for t in twins if t["error"]) == 1  # docs/decisions.md: 'the other is listed with an error'
+    items = listing(skills_root)
+    twins = [i for i in items if i["name"] == "twin" or i["name"].startswith("twin_")]
+    assert len(twins) == 2 and not any(t["error"] for t in twins)
 
 
 def test_rescan_picks_up_added_changed_removed(make_skill, skills_root):

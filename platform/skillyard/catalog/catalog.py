@@ -91,25 +91,33 @@ class Catalog:
 
     def _index(self, skills: list[Skill]) -> None:
         rank = {r.path: r.rank for r in self.roots}
-        ordered = sorted(skills, key=lambda s: (rank.get(s.root, 99), s.name, str(s.dir)))
+
+        def claim(s: Skill) -> tuple[str, bool, int, str]:
+            # A skill in error never claims a name (a broken frontmatter falls back to its folder's name, which must
+            # not knock out a valid skill of that name); then roots rank, then folder paths.
+            return s.name, s.error is not None, rank.get(s.root, 99), str(s.dir)
+
+        named = self._own_names(sorted(skills, key=claim))
         winners: dict[str, Skill] = {}
         shadows: dict[str, list[Skill]] = {}
-        for skill in ordered:
+        for skill in sorted(named, key=claim):
             if skill.name in winners:
                 shadows.setdefault(skill.name, []).append(skill)
             else:
                 winners[skill.name] = skill
+        ordered = sorted(named, key=lambda s: (rank.get(s.root, 99), s.name, str(s.dir)))
         taken: dict[str, str] = {}
         final: dict[str, Skill] = {}
-        for name, skill in winners.items():
-            final[name] = self._with_tool_names(skill, taken, shadows.get(name, []))
+        for skill in ordered:
+            if winners[skill.name] is skill:
+                final[skill.name] = self._with_tool_names(skill, taken)
         entries = []
         for skill in ordered:
             winner = final[skill.name]
             if winner.dir == skill.dir and winner.root == skill.root:
                 entries.append(Entry(winner, True, tuple(str(s.dir) for s in shadows.get(skill.name, []))))
             else:
-                entries.append(self._loser(skill, winner))
+                entries.append(Entry(skill, False, (), str(winner.dir)))
         self.entries = entries
         self.by_name = final
         self.by_tool = {t: (s, sub) for s in final.values() for t, sub in s.tool_names.items()}
@@ -120,21 +128,26 @@ class Catalog:
                     self.by_alias[alias] = skill
 
     @staticmethod
-    def _loser(skill: Skill, winner: Skill) -> Entry:
-        if skill.root == winner.root:
-            error = (
-                f"two skills named {skill.name!r} in one root: {winner.dir} and {skill.dir}; "
-                "rename one (frontmatter 'name')"
-            )
-            skill = dataclasses.replace(skill, error=skill.error or error)
-        return Entry(skill, False, (), str(winner.dir))
+    def _own_names(by_claim: list[Skill]) -> list[Skill]:
+        """Two valid skills of one name in one root both stay usable: the first by folder path keeps the name, each
+        later one is renamed ``<name>_<hash of its folder within the root>`` (stable across restarts), with a
+        warning naming both. Across roots the higher root shadows the lower, as before."""
+        first: dict[tuple[str, Path], Skill] = {}
+        named = []
+        for skill in by_claim:
+            holder = first.setdefault((skill.name, skill.root), skill) if skill.error is None else skill
+            if holder is skill:
+                named.append(skill)
+                continue
+            folder = skill.dir.relative_to(skill.root) if skill.dir.is_relative_to(skill.root) else skill.dir
+            new = disambiguate(skill.name, str(folder))
+            note = f"another skill named {skill.name!r} in this root keeps the name ({holder.dir}); this one is {new!r}"
+            named.append(dataclasses.replace(skill, name=new, warnings=(*skill.warnings, note)))
+        return named
 
     @staticmethod
-    def _with_tool_names(skill: Skill, taken: dict[str, str], shadowed: list[Skill]) -> Skill:
+    def _with_tool_names(skill: Skill, taken: dict[str, str]) -> Skill:
         warnings = list(skill.warnings)
-        for other in shadowed:
-            if other.root == skill.root:
-                warnings.append(f"another skill named {skill.name!r} in the same root is ignored: {other.dir}")
         base = safe_tool_name(skill.name)
         if base in taken:
             new = disambiguate(base, str(skill.dir))

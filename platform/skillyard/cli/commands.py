@@ -112,7 +112,7 @@ def _print_file(yard: Any, name: str, path: str, offset: int, *, whole: bool, as
     pages = []
     try:
         while True:
-            page = yard.read_skill_file(name, path, offset)
+            page = yard.read_skill_file(name, path, offset, siblings=True)
             pages.append(page)
             if not whole or page["next_offset"] is None:
                 break
