@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from skillyard import RunPolicy, SkillYard
+from skillyard.chains.definition import ChainInvalid
 from skillyard.errors import SkillyardError
 from support.cli import invoke, no_traceback
 
@@ -458,3 +459,42 @@ async def test_a_skill_returning_a_cycle_ends_the_run(engine, make_skill):
     run = await within(engine.run(name))
     assert run["status"] in ("succeeded", "failed"), run
     json.dumps(run)
+
+
+NUL_FILE = '{"name": "nulfile", "description": "a\\u0000b", "steps": [{"id": "a", "skill": "echo", "input": {}}]}'
+
+
+async def test_a_nul_in_a_chain_file_is_a_problem_not_a_traceback(engine):
+    with pytest.raises(ChainInvalid, match="NUL"):
+        engine.read(NUL_FILE, "nulfile.yaml")
+
+
+def test_cli_a_nul_in_a_chain_file_exits_1_with_the_problem(db_env, skills, tmp_path):
+    text = NUL_FILE
+    path = tmp_path / "nulfile.yaml"
+    path.write_text(text)
+    assert "NUL" in clean(invoke("chain", "add", path, "--skills-dir", skills), 1)
+
+
+async def test_references_cannot_reach_python_attributes(engine):
+    name = await add(
+        engine,
+        [
+            {"id": "a", "skill": "echo", "input": {}},
+            {
+                "id": "b",
+                "skill": "echo",
+                "allow_empty": True,
+                "input": {"c": "{{ trigger.__class__ }}", "d": "{{ steps.a.__dict__ }}", "e": "x {{ trigger.keys }}"},
+            },
+        ],
+    )
+    run = await within(engine.run(name, {"k": 1}))
+    assert run["steps"][1]["envelope"]["got"] == {"c": None, "d": None, "e": "x null"}
+
+
+async def test_python_api_non_string_cron_and_zone_are_clear_errors(engine):
+    name = await add(engine, [{"id": "a", "skill": "echo", "input": {}}])
+    for cron, tz in ((5, "UTC"), (None, "UTC"), ("* * * * *", 5), ("* * * * *", None)):
+        with pytest.raises(SkillyardError):
+            await within(engine.schedule(name, cron, tz=tz))

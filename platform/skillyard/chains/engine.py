@@ -23,7 +23,7 @@ from psycopg import AsyncConnection
 from ..credentials import masked_logger
 from ..errors import SkillyardError
 from . import store
-from .definition import Chain, read_chain_file
+from .definition import Chain, ChainInvalid, read_chain_file
 from .detached import run_background_job
 from .schedules import MISSED_AFTER_S, check_cron, check_overlap, check_zone, due_ticks, latest_tick, next_tick
 from .settings import ChainSettings
@@ -198,7 +198,11 @@ class ChainEngine:
 
     def read(self, text: str, source: str) -> Chain:
         """Parse and check a chain file against this host's skills; ChainInvalid with every problem."""
-        return read_chain_file(text, source, lambda name: self.yard.resolve(name) is not None)
+        chain = read_chain_file(text, source, lambda name: self.yard.resolve(name) is not None)
+        nul = store.nul_text(chain.as_json())
+        if nul is not None:  # jsonb cannot store it
+            raise ChainInvalid(source, [f"{nul[:40]!r} holds a NUL character (\\u0000), which cannot be stored"])
+        return chain
 
     async def add(self, chain: Chain) -> int:
         """Store a chain (a new version when the name exists); the version."""

@@ -31,7 +31,7 @@ class ScheduleInvalid(SkillyardError):
 
 def check_cron(expression: str) -> str:
     """The expression when croniter reads it as five fields, or six with trailing seconds; else the fix."""
-    text = " ".join(expression.split())
+    text = " ".join(expression.split()) if isinstance(expression, str) else ""
     fields = len(text.split(" ")) if text else 0
     if fields not in (5, 6) or not croniter.is_valid(text):
         raise ScheduleInvalid(
@@ -49,6 +49,8 @@ def check_cron(expression: str) -> str:
 
 def check_zone(name: str) -> ZoneInfo:
     try:
+        if not isinstance(name, str):
+            raise ValueError(name)
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long for a file name
         raise ScheduleInvalid(
