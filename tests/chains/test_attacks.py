@@ -18,8 +18,9 @@ import pytest
 
 from skillyard import RunPolicy, SkillYard
 from skillyard.chains.definition import ChainInvalid
+from skillyard.chains.engine import ChainError
 from skillyard.errors import SkillyardError
-from support.cli import invoke, no_traceback
+from support.cli import invoke, no_traceback, usage_error
 
 pytest_plugins = ("support.databases",)
 
@@ -435,13 +436,25 @@ def test_cli_a_huge_input_file_is_queued_or_refused_without_a_traceback(db_env, 
         clean(invoke("chain", "cancel", run_id, "--json", "--skills-dir", skills), 0)
 
 
-@pytest.mark.parametrize("queue", ["x'; DROP TABLE procrastinate.procrastinate_jobs; --", "q" * 100, 'é\\n"'])
-async def test_a_worker_on_an_odd_queue_name_starts_and_drains(empty_database, skills, queue):
+@pytest.mark.parametrize("queue", ["x'; DROP TABLE procrastinate.procrastinate_jobs; --", "q" * 41, 'é\\n"', "", "-a"])
+async def test_a_worker_refuses_a_queue_name_it_could_not_be_notified_on(empty_database, skills, queue):
+    """A queue is notified on a channel of at most 63 bytes; a name a worker could only poll for is refused, and
+    nothing is touched."""
+    async with SkillYard([skills]) as yard, yard.chains(upkeep=True) as chains:
+        with pytest.raises(ChainError, match="is not a queue name"):
+            await within(chains.work([queue], asyncio.Event()))
+        assert isinstance(await chains.chains(), list)
+
+
+async def test_a_worker_on_a_custom_queue_of_forty_characters_starts_and_drains(empty_database, skills):
     async with SkillYard([skills]) as yard, yard.chains(upkeep=True) as chains:
         stop = asyncio.Event()
         asyncio.get_running_loop().call_later(1.5, stop.set)
-        await within(chains.work([queue], stop))
-        assert isinstance(await chains.chains(), list)
+        await within(chains.work(["q" * 40], stop))
+
+
+def test_cli_worker_with_a_bad_queue_name_is_a_usage_error(db_env, skills):
+    usage_error(invoke("worker", "--queue", "bad queue", "--skills-dir", skills), "is not a queue name")
 
 
 CYCLE = """

@@ -14,6 +14,7 @@ import contextlib
 import datetime as dt
 import json
 import math
+import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +72,20 @@ def _trigger(value: Any, what: str = "the trigger input") -> dict[str, Any]:
     if text is not None:
         raise ChainError(f"{what} has a NUL character (\\u0000) in {text[:40]!r}: PostgreSQL cannot store it")
     return dict(value)
+
+
+#: A queue name: PostgreSQL notifies a queue on a channel of at most 63 bytes, 23 of them procrastinate's prefix.
+QUEUE_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]{0,39}\Z")
+
+
+def check_queue(name: str) -> str:
+    """The queue name when a worker can be notified on it; ChainError with the rule otherwise."""
+    if not isinstance(name, str) or not QUEUE_NAME.match(name):
+        raise ChainError(
+            f"--queue {name!r} is not a queue name: use 1-40 letters, digits, '_', '-' or '.', starting with a letter "
+            "or digit (longer names exceed PostgreSQL's notification channel)"
+        )
+    return name
 
 
 def psycopg_url(url: str) -> str:
@@ -430,6 +445,7 @@ class ChainEngine:
         ones start. The upkeep worker beside it runs the ticker, recovery and pruning."""
         if not self.upkeep:
             raise RuntimeError("a worker's engine is made with upkeep=True")
+        queues = [check_queue(q) for q in queues]
         tasks = [
             asyncio.create_task(self.serve(list(queues), self.concurrency, name="skillyard")),
             asyncio.create_task(self.serve([UPKEEP_QUEUE], 1, name="skillyard-upkeep")),
