@@ -344,21 +344,16 @@ class ChainEngine:
             run = await store.lock_run(conn, run_id)
             if run is None:
                 raise ChainError(f"no chain run {run_id!r}")
-            if run["status"] in store.FINISHED:
-                return await self._run_after(conn, run_id)
-            jobs = await store.open_jobs(conn, run_id)
-            await store.finish_run(conn, run_id, "cancelled", "cancelled")
+            finished = run["status"] in store.FINISHED  # a finished run stays as it ended
+            jobs = [] if finished else await store.open_jobs(conn, run_id)
+            if not finished:
+                await store.finish_run(conn, run_id, "cancelled", "cancelled")
         for job_id in jobs:
             with contextlib.suppress(Exception):  # the job may have ended meanwhile
                 await app.job_manager.cancel_job_by_id_async(job_id, abort=True)
-        self._finished(run_id)
+        if not finished:
+            self._finished(run_id)
         return await self.get_run(run_id)
-
-    @staticmethod
-    async def _run_after(conn: AsyncConnection[Any], run_id: str) -> dict[str, Any]:
-        run = await store.get_run(conn, run_id)
-        assert run is not None
-        return run
 
     # Schedules ---------------------------------------------------------------------------------------------------
 

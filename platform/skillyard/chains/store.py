@@ -295,7 +295,15 @@ async def list_runs(conn: AsyncConnection[Any], chain: str, limit: int) -> list[
         "SELECT * FROM skillyard.chain_runs WHERE chain = %(chain)s ORDER BY created_at DESC LIMIT %(limit)s",
         {"chain": chain, "limit": limit},
     )
-    return [run_json(row, await steps_of(conn, row["id"])) for row in rows]
+    steps = await _all(  # every listed run's steps in one query, not one query a run
+        conn,
+        "SELECT * FROM skillyard.chain_steps WHERE run_id = ANY(%(ids)s) ORDER BY run_id, position",
+        {"ids": [row["id"] for row in rows]},
+    )
+    by_run: dict[str, list[Row]] = {}
+    for step in steps:
+        by_run.setdefault(step["run_id"], []).append(step)
+    return [run_json(row, by_run.get(row["id"], [])) for row in rows]
 
 
 def run_json(row: Row, steps: list[Row]) -> dict[str, Any]:
