@@ -1,9 +1,11 @@
 """Discovery of 1,000 skill folders: cold (SkillYard construction scans) against reading and parsing each SKILL.md
-with python-frontmatter, and a rescan with nothing changed against the cold discovery.
+with python-frontmatter, a rescan with nothing changed against the cold discovery, and a new process's discovery
+from the manifest cache under SKILLYARD_HOME against the cold one; then whole ``skillyard list`` commands over
+2,500 folders, with an empty and with a warm cache.
 
     python bench/bench_discovery.py
 
-Targets: cold / bare parse <= 2; rescan / cold <= 0.1.
+Targets: cold / bare parse <= 2; rescan / cold <= 0.1; cached / cold <= 0.5.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from _common import best_of_each, isolate, verdict
@@ -25,11 +30,14 @@ from skillyard.catalog.schema import schema_problem  # noqa: E402
 from skillyard.yard import SkillYard  # noqa: E402  (after isolate(): the host reads the environment)
 
 N_SKILLS = 1000
+N_LIST = 2500  # folders of the tree the whole commands list (d)
+LIST_RUNS = 3
 ROUNDS = 5  # each round: one cold discovery, one bare parse, RESCANS_PER_ROUND rescans (interleaved)
 BUDGET_S = 25.0  # fewer rounds (at least 3) when a cold discovery is slow
 RESCANS_PER_ROUND = 2
 COLD_TARGET = 2.0
 RESCAN_TARGET = 0.1
+CACHED_TARGET = 0.5
 CATEGORIES = ("web", "dev", "data", "media", "productivity")
 BINS = ("curl", "jq", "gh", "ffmpeg", "git", "rg")
 
@@ -128,10 +136,10 @@ def frontmatter_text(i: int, name: str, env: str) -> str:
     return "---\n" + "\n".join(head) + "\n---\n\n"
 
 
-def generate(root: Path) -> list[Path]:
-    """N_SKILLS folders: even ones with handler.py + schema.json, odd ones SKILL.md only."""
+def generate(root: Path, count: int = N_SKILLS) -> list[Path]:
+    """``count`` folders: even ones with handler.py + schema.json, odd ones SKILL.md only."""
     paths = []
-    for i in range(N_SKILLS):
+    for i in range(count):
         handler = i % 2 == 0
         name = f"{'tool' if handler else 'guide'}-{i:04d}"
         folder = root / name
@@ -189,16 +197,31 @@ def main() -> None:
         schema_problem.cache_clear()
         SkillYard(skills_dirs=[root], include_builtin=False)
 
+    # A new process over an unchanged tree: empty in-memory caches, the manifest cache of an earlier run on disk.
+    warm_home = BASE / "home-warm"
+    os.environ["SKILLYARD_HOME"] = str(warm_home)
+    SkillYard(skills_dirs=[root], include_builtin=False)
+    cached_parsed: list[int] = []
+
+    def cached_discovery() -> None:
+        os.environ["SKILLYARD_HOME"] = str(warm_home)
+        schema_problem.cache_clear()
+        cached_parsed.append(SkillYard(skills_dirs=[root], include_builtin=False).catalog.last_parsed)
+
     rescanned: list[int] = []
     contenders = {
         "cold": cold_discovery,
         "bare": lambda: bare_parse(paths),
         "rescan": lambda: rescanned.append(yard.rescan()),
+        "cached": cached_discovery,
     }
     best = best_of_each(contenders, ROUNDS, BUDGET_S, repeat={"rescan": RESCANS_PER_ROUND})
-    cold, bare, rescan = best["cold"], best["bare"], best["rescan"]
+    cold, bare, rescan, cached = best["cold"], best["bare"], best["rescan"], best["cached"]
     if any(rescanned):
         sys.exit(f"rescan with nothing changed re-read folders: {rescanned}")
+    if any(cached_parsed):
+        sys.exit(f"discovery from the manifest cache of an unchanged tree re-read folders: {cached_parsed}")
+    commands = whole_commands()
 
     print(f"python {sys.version.split()[0]}; best of up to {ROUNDS} interleaved rounds")
     print(
@@ -223,6 +246,47 @@ def main() -> None:
     print(
         f"    rescan/cold = {rescan_ratio:.3f}x; target <= {RESCAN_TARGET:g}x: {verdict(rescan_ratio <= RESCAN_TARGET)}"
     )
+    cached_ratio = cached / cold
+    print(
+        f"(c) a new SkillYard, manifest cache warm:              {cached * 1e3:8.1f} ms  "
+        f"({cached / N_SKILLS * 1e6:,.0f} µs/skill, 0 folders re-read)"
+    )
+    print(
+        f"    cached/cold = {cached_ratio:.3f}x; target <= {CACHED_TARGET:g}x: {verdict(cached_ratio <= CACHED_TARGET)}"
+    )
+    print(f"(d) whole commands over {N_LIST:,} folders, best of {LIST_RUNS} (no target; start-up included):")
+    for label, seconds in commands.items():
+        print(f"    {label:<44} {seconds:6.2f} s")
+
+
+def whole_commands() -> dict[str, float]:
+    """``skillyard list`` as a user runs it, over a bigger tree: with an empty cache, then with a warm one."""
+    tree = BASE / "list-tree"
+    generate(tree, N_LIST)
+    listing = [sys.executable, "-m", "skillyard", "list", "--json", "--no-builtin", "--skills-dir", str(tree)]
+    homes = iter(BASE / f"list-home-{n}" for n in itertools.count())
+    warm = BASE / "list-home-warm"
+
+    def timed(argv: list[str], home: Path | None) -> float:
+        env = dict(os.environ, **({"SKILLYARD_HOME": str(home)} if home else {}))
+        start = time.perf_counter()
+        done = subprocess.run(argv, env=env, capture_output=True, check=False)
+        elapsed = time.perf_counter() - start
+        if done.returncode != 0 or (argv is listing and len(json.loads(done.stdout)) != N_LIST):
+            sys.exit(f"{' '.join(argv[2:])} failed: {done.stderr.decode()[-500:]}")
+        return elapsed
+
+    timed(listing, warm)  # fills the warm cache
+    runs: dict[str, tuple[list[str], Callable[[], Path | None]]] = {
+        "start-up: python -c 'import skillyard.cli'": ([sys.executable, "-c", "import skillyard.cli"], lambda: None),
+        "skillyard list --json, empty cache": (listing, lambda: next(homes)),
+        "skillyard list --json, warm cache": (listing, lambda: warm),
+    }
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(LIST_RUNS):
+        for label, (argv, home) in runs.items():
+            best[label] = min(best[label], timed(argv, home()))
+    return best
 
 
 if __name__ == "__main__":

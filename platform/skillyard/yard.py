@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .catalog.builtin_root import builtin_package
+from .catalog.cache import ManifestCache
 from .catalog.catalog import Catalog, Entry
 from .catalog.roots import Root
 from .catalog.skill import Skill
@@ -87,7 +88,10 @@ class SkillYard:
         self.attachments = AttachmentStore(self.database, self.settings.home / "attachments")
         self.background = BackgroundQueue(self)
         self.channels = ChannelRegistry.from_plugins(self.pm)
-        self.catalog = Catalog(self._roots([Path(d) for d in skills_dirs or []], include_builtin))
+        self.catalog = Catalog(
+            self._roots([Path(d) for d in skills_dirs or []], include_builtin),
+            ManifestCache(self.settings.home / "cache" / "catalog"),
+        )
         self.catalog.scan()
         self._scanned_at = time.monotonic()
         self._opened = False

@@ -3,15 +3,17 @@ first (--skills-dir, SKILLYARD_SKILLS_PATH, plugin roots, the built-in skills)."
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from skillyard import SkillYard, hookimpl
+from skillyard.catalog.roots import SKILL_MATERIAL_DIRS
 from skillyard.errors import SkillyardError
 from support.catalog import entries_by_name
-from support.cli import listing, named, one
+from support.cli import invoke, listing, named, one
 from support.skills import OK_HANDLER
 
 
@@ -22,7 +24,7 @@ def test_nested_categories_and_excluded_folders(make_skill, skills_root):
     make_skill("node_modules/pkg")
     make_skill(".git/hooks_skill")
     make_skill("venv/lib")
-    make_skill("outer", files={"inner/SKILL.md": "---\nname: inner\ndescription: x\n---\n"})
+    make_skill("outer", files={"references/inner/SKILL.md": "---\nname: inner\ndescription: x\n---\n"})
     yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
     names = entries_by_name(yard)
     assert set(names) == {"arxiv", "deep", "outer"}
@@ -72,11 +74,14 @@ def test_excluded_folders_are_not_searched(make_skill, skills_root, excluded):
     assert names == {"visible"}
 
 
-def test_no_descent_into_a_skill_folder(make_skill, skills_root):
-    """Issue: 'do not descend into a skill folder'."""
-    make_skill("outer", files={"sub/inner/SKILL.md": "---\nname: inner\ndescription: x\n---\n"})
+def test_no_descent_into_a_skill_folders_material(make_skill, skills_root):
+    """Issue 18 (2): nested skills are listed, but never inside a skill's references/, templates/, assets/,
+    scripts/, examples/, tests/, fixtures/ or testdata/."""
+    files = {f"{d}/inner_{d}/SKILL.md": f"---\nname: inner_{d}\ndescription: x\n---\n" for d in SKILL_MATERIAL_DIRS}
+    files["sub/inner/SKILL.md"] = "---\nname: inner\ndescription: x\n---\n"
+    make_skill("outer", files=files)
     names = {i["name"] for i in listing(skills_root)}
-    assert names == {"outer"}
+    assert names == {"outer", "inner"}
 
 
 def test_root_precedence_skills_dir_over_env_path(make_skill, tmp_path, monkeypatch):
@@ -178,3 +183,170 @@ def test_a_lower_case_skill_md_is_a_skill_file_at_every_depth(skills_root):
     alone = SkillYard(skills_dirs=[skills_root / "lower"], include_builtin=False)
     assert alone.skill("lower").manifest.path.name == "skill.md"
     assert alone.read_skill_file("lower")["content"].startswith("---")
+
+
+# Issue 18 (1): dot-folders -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("folder", [".curated", ".system", ".experimental", ".claude/skills", ".github/skills"])
+def test_skills_in_dot_folders_are_listed(make_skill, skills_root, folder):
+    make_skill(f"{folder}/dotted")
+    assert {i["name"] for i in listing(skills_root)} == {"dotted"}
+
+
+@pytest.mark.parametrize(
+    "cache", [".git", ".hg", ".svn", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache"]
+)
+def test_vcs_and_tool_caches_are_still_skipped(make_skill, skills_root, cache):
+    make_skill(f"{cache}/hidden")
+    make_skill("visible")
+    assert {i["name"] for i in listing(skills_root)} == {"visible"}
+
+
+# Issue 18 (2): nested skills -----------------------------------------------------------------------------------
+
+
+def test_category_skills_list_the_skills_inside_them(make_skill, skills_root):
+    make_skill("juicy")
+    make_skill("juicy/jb-color")
+    make_skill("juicy/jb-sound")
+    make_skill("game-development")
+    make_skill("game-development/2d-games")
+    make_skill("game-development/2d-games/pixel-art")  # a skill in a nested skill
+    items = {i["name"]: i for i in listing(skills_root)}
+    assert set(items) == {"juicy", "jb-color", "jb-sound", "game-development", "2d-games", "pixel-art"}
+    assert all(i["error"] is None for i in items.values())
+    assert items["jb-color"]["dir"] == str(skills_root / "juicy" / "jb-color")
+
+
+def test_nested_skills_keep_the_depth_limit(make_skill, skills_root):
+    make_skill("a")
+    make_skill("a/b/c/d/e/six")
+    make_skill("a/b/c/d/e/f/seven")
+    assert {i["name"] for i in listing(skills_root)} == {"a", "six"}
+
+
+def test_material_folder_names_are_searched_outside_skill_folders(make_skill, skills_root, tmp_path):
+    """The exclusions apply inside skill folders, not to roots the user names or to category folders."""
+    for name in SKILL_MATERIAL_DIRS:
+        make_skill(f"{name}/in_{name}")
+    assert {i["name"] for i in listing(skills_root)} == {f"in_{n}" for n in SKILL_MATERIAL_DIRS}
+    examples = tmp_path / "examples"
+    make_skill("demo", root=examples)
+    assert {i["name"] for i in listing(examples)} == {"demo"}
+
+
+def test_a_root_that_is_a_skill_lists_its_nested_skills_but_not_its_material(make_skill, skills_root):
+    folder = make_skill(
+        "solo",
+        files={
+            "child/SKILL.md": "---\nname: child\ndescription: x\n---\n",
+            "references/ref/SKILL.md": "---\nname: ref\ndescription: x\n---\n",
+            "templates/tpl/SKILL.md": "---\nname: tpl\ndescription: x\n---\n",
+        },
+    )
+    assert {i["name"] for i in listing(folder)} == {"solo", "child"}
+
+
+# Issue 18 (3): symlinks ----------------------------------------------------------------------------------------
+
+
+def _names_and_dirs(items):
+    return sorted((i["name"], i["dir"]) for i in items)
+
+
+def test_a_symlinked_folder_is_one_skill_at_its_real_path(make_skill, skills_root):
+    real = make_skill("docx-official", frontmatter="name: docx\ndescription: Word documents")
+    (skills_root / "docx").symlink_to("docx-official", target_is_directory=True)
+    result = invoke("list", "--json", "--no-builtin", "--skills-dir", skills_root)
+    items = json.loads(result.stdout)
+    assert _names_and_dirs(items) == [("docx", str(real))]
+    assert items[0]["error"] is None and items[0]["warnings"] == [] and items[0]["active"]
+    assert "warning" not in result.stderr
+
+
+def test_a_mirror_copy_in_a_dot_folder_is_not_listed_twice(make_skill, skills_root):
+    real = make_skill("skills/pdf")
+    (skills_root / ".claude" / "skills").mkdir(parents=True)
+    (skills_root / ".claude" / "skills" / "pdf").symlink_to(real, target_is_directory=True)
+    (skills_root / ".agents").symlink_to(skills_root / "skills", target_is_directory=True)  # a mirror of the folder
+    assert _names_and_dirs(listing(skills_root)) == [("pdf", str(real))]
+
+
+def test_a_symlinked_skill_md_counts_as_the_same_skill(make_skill, skills_root):
+    real = make_skill("b", frontmatter="name: shared\ndescription: one file")
+    (skills_root / "a").mkdir()
+    (skills_root / "a" / "SKILL.md").symlink_to(real / "SKILL.md")
+    assert _names_and_dirs(listing(skills_root)) == [("shared", str(real))]
+
+
+def test_a_hard_linked_skill_md_is_one_skill(make_skill, skills_root):
+    """A bind mount shows one folder at two real paths, as a hard link shows one file: compared by device and inode,
+    both are one skill."""
+    real = make_skill("a", frontmatter="name: same_file\ndescription: x")
+    (skills_root / "b").mkdir()
+    os.link(real / "SKILL.md", skills_root / "b" / "SKILL.md")
+    assert _names_and_dirs(listing(skills_root)) == [("same_file", str(real))]
+
+
+def test_symlink_loops_are_skipped_with_a_warning(make_skill, skills_root):
+    make_skill("cat/ok")
+    (skills_root / "cat" / "up").symlink_to("..", target_is_directory=True)
+    (skills_root / "self").symlink_to("self")  # ELOOP
+    (skills_root / "cat" / "ok" / "again").symlink_to(skills_root / "cat", target_is_directory=True)
+    result = invoke("list", "--json", "--no-builtin", "--skills-dir", skills_root)
+    assert result.exit_code == 0
+    assert _names_and_dirs(json.loads(result.stdout)) == [("ok", str(skills_root / "cat" / "ok"))]
+    assert f"symlink loop: {skills_root / 'cat' / 'up'} leads back to {skills_root}" in result.stderr
+    assert f"symlink loop at {skills_root / 'self'}" in result.stderr
+    assert f"{skills_root / 'cat' / 'ok' / 'again'} leads back to {skills_root / 'cat'}" in result.stderr
+
+
+def test_links_out_of_the_root_are_followed_only_into_a_configured_root(make_skill, skills_root, tmp_path):
+    outside, other = tmp_path / "outside", tmp_path / "other"
+    make_skill("stranger", root=outside)
+    theirs = make_skill("theirs", root=other)
+    (skills_root / "stranger").symlink_to(outside / "stranger", target_is_directory=True)
+    (skills_root / "theirs").symlink_to(theirs, target_is_directory=True)
+    (skills_root / "deep_link").symlink_to(other, target_is_directory=True)
+    result = invoke("list", "--json", "--no-builtin", "--skills-dir", skills_root)
+    assert json.loads(result.stdout) == []
+    assert f"{skills_root / 'stranger'} links to {outside / 'stranger'}, outside every skills root" in result.stderr
+    both = invoke("list", "--json", "--no-builtin", "--skills-dir", skills_root, "--skills-dir", other)
+    assert _names_and_dirs(json.loads(both.stdout)) == [("theirs", str(theirs))]  # once, at its real path
+
+
+def test_a_skill_md_linked_out_of_every_root_is_not_a_skill(skills_root, tmp_path):
+    secret = tmp_path / "elsewhere" / "notes.md"
+    secret.parent.mkdir()
+    secret.write_text("---\nname: leak\ndescription: not in any root\n---\n")
+    (skills_root / "leak").mkdir()
+    (skills_root / "leak" / "SKILL.md").symlink_to(secret)
+    result = invoke("list", "--json", "--no-builtin", "--skills-dir", skills_root)
+    assert json.loads(result.stdout) == []
+    assert "outside every skills root: not a skill" in result.stderr
+
+
+def test_a_link_to_a_folder_the_walk_never_enters_lists_it_at_the_link(make_skill, skills_root):
+    """A skill kept in another skill's material folder is reachable through a link placed in the root."""
+    make_skill("host", files={"assets/bundled/SKILL.md": "---\nname: bundled\ndescription: x\n---\n"})
+    (skills_root / "bundled").symlink_to(skills_root / "host" / "assets" / "bundled", target_is_directory=True)
+    assert _names_and_dirs(listing(skills_root)) == [
+        ("bundled", str(skills_root / "bundled")),
+        ("host", str(skills_root / "host")),
+    ]
+
+
+def test_a_web_of_links_is_walked_once_per_folder(make_skill, skills_root):
+    """Thirty category folders each linking to all the others: every folder is entered once, so the walk stays
+    linear instead of branching thirty ways six levels deep."""
+    count = 30
+    for n in range(count):
+        make_skill(f"c{n:02d}/s{n:02d}")
+    for n in range(count):
+        for m in range(count):
+            if m != n:
+                (skills_root / f"c{n:02d}" / f"to{m:02d}").symlink_to(f"../c{m:02d}", target_is_directory=True)
+    yard = SkillYard(skills_dirs=[skills_root], include_builtin=False)
+    assert sorted(e.skill.name for e in yard.entries) == [f"s{n:02d}" for n in range(count)]
+    assert all(e.skill.dir == skills_root / f"c{e.skill.name[1:]}" / e.skill.name for e in yard.entries)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cache import Cached, ManifestCache, Signature
 from .manifest import read_manifest
 from .roots import FoundSkill, Root, list_folder, walk_root
 from .skill import Skill, build_skill
 from .toolnames import disambiguate, fanout_name, safe_tool_name
-
-Signature = tuple[tuple[str, int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -25,13 +26,18 @@ class Entry:
     shadowed_by: str | None = None
 
 
-def _stat_entries(entries: list[os.DirEntry[str]], prefix: str, items: list[tuple[str, int, int]]) -> None:
-    """Add (name, mtime, size) of listed files, recursing into Python packages (edits there reload code too)."""
+def _stat(path: str, name: str, items: list[tuple[str, int, int, int]]) -> None:
+    st = os.stat(path)
+    items.append((name, st.st_mtime_ns, st.st_size, st.st_ino))
+
+
+def _stat_entries(entries: list[os.DirEntry[str]], prefix: str, items: list[tuple[str, int, int, int]]) -> None:
+    """Add (name, mtime, size, inode) of listed files, recursing into Python packages (edits there reload code)."""
     for entry in entries:
         try:
             if entry.is_file():
                 st = entry.stat()
-                items.append((prefix + entry.name, st.st_mtime_ns, st.st_size))
+                items.append((prefix + entry.name, st.st_mtime_ns, st.st_size, st.st_ino))
             elif entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")):
                 _stat_entries(list_folder(entry.path), f"{prefix}{entry.name}/", items)
         except OSError:
@@ -40,50 +46,94 @@ def _stat_entries(entries: list[os.DirEntry[str]], prefix: str, items: list[tupl
 
 def _signature(found: FoundSkill) -> Signature:
     """What a skill's files look like now: a change of any of them rebuilds the skill."""
-    items: list[tuple[str, int, int]] = []
+    items: list[tuple[str, int, int, int]] = []
     _stat_entries(found.entries, "", items)
     if found.skill_md.parent != found.dir:  # a SKILL.md found via origin_path, docs/ or optional-skills/
-        try:
-            st = found.skill_md.stat()
-            items.append((str(found.skill_md), st.st_mtime_ns, st.st_size))
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            _stat(str(found.skill_md), str(found.skill_md), items)
     items.sort()
     return tuple(items)
 
 
-class Catalog:
-    """Skills found in ranked roots. ``scan()`` re-reads only folders whose files changed."""
+def _outside_signature(skill: Skill) -> Signature:
+    """The files a skill refers to below its top level (an ``exec.config`` in a subfolder): they shape it too."""
+    items: list[tuple[str, int, int, int]] = []
+    config = skill.exec.config
+    if config is not None and config.parent != skill.dir:
+        try:
+            _stat(str(config), str(config), items)
+        except OSError:
+            items.append((str(config), 0, -1, 0))
+    return tuple(items)
 
-    def __init__(self, roots: list[Root]) -> None:
+
+def _version(sig: Signature) -> str:
+    """A digest of the signature: the same files give the same version in every process."""
+    return hashlib.blake2b(repr(sig).encode(), digest_size=8).hexdigest()
+
+
+class Catalog:
+    """Skills found in ranked roots. ``scan()`` re-reads only folders whose files changed.
+
+    With a ``cache`` (the host passes one under ``SKILLYARD_HOME``), skills parsed by an earlier process are
+    reused while their files are unchanged.
+    """
+
+    def __init__(self, roots: list[Root], cache: ManifestCache | None = None) -> None:
         self.roots = roots
-        self._cache: dict[tuple[Path, Path], tuple[Signature, Skill]] = {}
+        self._disk = cache
+        self._cache: dict[Path, dict[Path, Cached]] = {}
         self.entries: list[Entry] = []
         self.by_name: dict[str, Skill] = {}
         self.by_alias: dict[str, Skill] = {}
         self.by_tool: dict[str, tuple[Skill, str | None]] = {}
+        self.warnings: tuple[str, ...] = ()  # what the walk has to say that belongs to no skill (symlinks)
         self.last_parsed = 0
 
     def scan(self) -> int:
         """Walk every root; rebuild changed skills; return how many folders were (re)parsed."""
         parsed = 0
-        seen: dict[tuple[Path, Path], tuple[Signature, Skill]] = {}
+        warnings: list[str] = []
+        allowed = [r.path for r in self.roots]
+        found_by_root = [(root, list(walk_root(root, allowed, warnings))) for root in self.roots]
+        real = {f.identity for _, founds in found_by_root for f in founds if f.real}
+        seen: dict[Path, dict[Path, Cached]] = {}
         skills: list[Skill] = []
-        for root in self.roots:
-            for found in walk_root(root):
-                key = (root.path, found.dir)
+        for root, founds in found_by_root:
+            cache = self._cache.get(root.path)
+            if cache is None:
+                cache = self._disk.load(root.path) if self._disk is not None else {}
+            kept: dict[Path, Cached] = {}
+            root_parsed = 0
+            for found in founds:
+                if not found.real and found.identity in real:
+                    continue  # a link to a skill listed at its real place
                 sig = _signature(found)
-                cached = self._cache.get(key)
-                if cached is None or cached[0] != sig or cached[1].manifest.path != found.skill_md:
+                cached = cache.get(found.dir)
+                if (
+                    cached is None
+                    or cached[0] != sig
+                    or cached[2].manifest.path != found.skill_md
+                    or cached[1] != _outside_signature(cached[2])
+                ):
                     manifest = read_manifest(found.skill_md, found.install)
-                    files = frozenset(name for name, _, _ in sig if "/" not in name)
-                    skill = build_skill(found.dir, root.path, manifest, root.source, str(hash(sig)), files)
-                    cached = (sig, skill)
-                    parsed += 1
-                seen[key] = cached
-                skills.append(cached[1])
-        unchanged = parsed == 0 and seen.keys() == self._cache.keys()
+                    files = frozenset(item[0] for item in sig if "/" not in item[0])
+                    skill = build_skill(found.dir, root.path, manifest, root.source, _version(sig), files)
+                    cached = (sig, _outside_signature(skill), skill)
+                    root_parsed += 1
+                kept[found.dir] = cached
+                skills.append(cached[2])
+            if self._disk is not None and (root_parsed or kept.keys() != cache.keys()):
+                self._disk.save(root.path, kept)
+            seen[root.path] = kept
+            parsed += root_parsed
+        unchanged = (
+            parsed == 0
+            and seen.keys() == self._cache.keys()
+            and all(seen[r].keys() == self._cache[r].keys() for r in seen)
+        )
         self._cache = seen
+        self.warnings = tuple(warnings)
         self.last_parsed = parsed
         if not unchanged:  # keep the same Skill objects (and the caches keyed by them) when nothing changed
             self._index(skills)

@@ -1,21 +1,46 @@
 """Skill roots and the walk that finds skill folders inside them.
 
 Every folder is listed once (one ``os.scandir``); the listing of a skill folder is kept, so the change
-signature that makes rescans cheap costs no second listing.
+signature that makes rescans cheap costs no second listing. The real tree of a root is walked before any
+symlinked folder in it, so a folder reached both ways is found at its real path first and the link is a mirror.
 """
 
 from __future__ import annotations
 
+import errno
 import os
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .manifest import LOWER_SKILL_FILE, SKILL_FILE, locate_skill_md, read_install_manifest
 
 MAX_DEPTH = 6
-#: Folders never searched: version control, dependencies and caches.
-SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", "site-packages"})
+#: Folders never searched: version control, dependencies and tool caches (other dot-folders hold skills:
+#: ``skills/.curated/``, ``.system/``, ``.claude/skills/``).
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "node_modules",
+        "__pycache__",
+        "site-packages",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".eggs",
+    }
+)
+#: Inside a skill folder these hold the skill's own material, never further skills.
+SKILL_MATERIAL_DIRS = frozenset(
+    {"references", "templates", "assets", "scripts", "examples", "tests", "fixtures", "testdata"}
+)
 INSTALL_MANIFEST = "skill.json"
 
 
@@ -35,13 +60,19 @@ class Root:
 
 @dataclass(frozen=True)
 class FoundSkill:
-    """A folder that holds a skill, the SKILL.md that describes it, and the folder's listing."""
+    """A folder that holds a skill, the SKILL.md that describes it, and the folder's listing.
+
+    ``identity`` is the SKILL.md's (device, inode): two folders sharing one (a symlinked or bind-mounted folder,
+    a symlinked SKILL.md) are one skill. ``real`` is False when it was reached through a symlink.
+    """
 
     root: Root
     dir: Path
     skill_md: Path
     install: dict[str, object]
     entries: list[os.DirEntry[str]] = field(default_factory=list, compare=False, repr=False)
+    identity: tuple[int, int] = (0, 0)
+    real: bool = True
 
 
 def list_folder(path: str) -> list[os.DirEntry[str]]:
@@ -53,21 +84,6 @@ def list_folder(path: str) -> list[os.DirEntry[str]]:
         return []
 
 
-def _searchable_dirs(entries: list[os.DirEntry[str]]) -> list[str]:
-    """Child folders worth searching, sorted (hidden folders and dependency caches skipped)."""
-    dirs = []
-    for e in entries:
-        if e.name in SKIP_DIRS or e.name.startswith("."):
-            continue
-        try:
-            if e.is_dir():
-                dirs.append(e.path)
-        except OSError:
-            continue
-    dirs.sort()
-    return dirs
-
-
 def skill_file(entries: list[os.DirEntry[str]]) -> str | None:
     """The folder's skill file: ``SKILL.md``, else ``skill.md`` (the Agent Skills reference validator accepts the
     lower-case name, and real collections use it)."""
@@ -75,44 +91,122 @@ def skill_file(entries: list[os.DirEntry[str]]) -> str | None:
     return SKILL_FILE if SKILL_FILE in names else (LOWER_SKILL_FILE if LOWER_SKILL_FILE in names else None)
 
 
-def _found(root: Root, folder: str, entries: list[os.DirEntry[str]]) -> FoundSkill | None:
-    """The skill in a folder dropped into a root (full §2.1 lookup), or None."""
-    names = {e.name for e in entries}
-    install = read_install_manifest(Path(folder)) if INSTALL_MANIFEST in names else {}
-    own = skill_file(entries)
-    if own is not None and not install.get("skill_md"):
-        md: Path | None = Path(folder, own)
-    else:
-        md = locate_skill_md(Path(folder), install)
-    return FoundSkill(root, Path(folder), md, install, entries) if md is not None else None
+def _inside(path: str, folders: Sequence[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
 
 
-def walk_root(root: Root) -> Iterator[FoundSkill]:
+@dataclass
+class _Walk:
+    """One root's walk: what it found, the folders it entered, the links it put off, what it has to say."""
+
+    root: Root
+    allowed: tuple[str, ...]  # real paths of every configured root: where a link may lead
+    warnings: list[str]
+    entered: set[tuple[int, int]] = field(default_factory=set)
+    links: deque[tuple[str, int, bool]] = field(default_factory=deque)
+    found: dict[tuple[int, int], FoundSkill] = field(default_factory=dict)
+
+    def folder(self, path: str, depth: int, in_skill: bool, real: bool) -> None:
+        """Look at one folder ``depth`` levels below the root, then at its children."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        if (st.st_dev, st.st_ino) in self.entered:
+            return  # a mirror of a folder already walked
+        self.entered.add((st.st_dev, st.st_ino))
+        entries = list_folder(path)
+        skill = self._skill(path, entries, depth, real)
+        if skill is not None:
+            self._keep(skill)
+            in_skill = True
+        if depth >= MAX_DEPTH:
+            return
+        for child in sorted(entries, key=lambda e: e.name):
+            name = child.name
+            if name in SKIP_DIRS or (in_skill and name in SKILL_MATERIAL_DIRS):
+                continue
+            try:
+                link = child.is_symlink()
+                is_dir = not link and child.is_dir()  # (is_dir() of a looping link raises: links wait)
+            except OSError:
+                continue
+            if link:
+                self.links.append((child.path, depth + 1, in_skill))
+            elif is_dir:
+                self.folder(child.path, depth + 1, in_skill, real)
+
+    def follow_links(self) -> None:
+        """Symlinked folders, after the real tree: loops are reported, links out of every root are not followed."""
+        while self.links:
+            path, depth, in_skill = self.links.popleft()
+            try:
+                target = os.path.realpath(path, strict=True)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    self.warnings.append(f"symlink loop at {path}: skipped")
+                continue
+            if not os.path.isdir(target):
+                continue
+            parent = os.path.realpath(os.path.dirname(path))
+            if _inside(parent, (target,)):
+                self.warnings.append(f"symlink loop: {path} leads back to {target}; skipped")
+                continue
+            if not _inside(target, self.allowed):
+                self.warnings.append(
+                    f"{path} links to {target}, outside every skills root: not followed "
+                    "(add that folder as a skills root to use it)"
+                )
+                continue
+            self.folder(path, depth, in_skill, real=False)
+
+    def _skill(self, path: str, entries: list[os.DirEntry[str]], depth: int, real: bool) -> FoundSkill | None:
+        own = skill_file(entries)
+        folder = Path(path)
+        if depth == 1:  # a folder dropped into the root: the full SKILL.md lookup of spec §2.1
+            names = {e.name for e in entries}
+            install = read_install_manifest(folder) if INSTALL_MANIFEST in names else {}
+            if own is not None and not install.get("skill_md"):
+                md: Path | None = folder / own
+            else:
+                md = locate_skill_md(folder, install)
+        else:
+            install = read_install_manifest(folder) if depth == 0 else {}
+            md = folder / own if own is not None else None
+        if md is None:
+            return None
+        is_link = md.parent == folder and any(e.name == md.name and e.is_symlink() for e in entries)
+        if is_link or md.parent != folder:  # a link, or a §2.1 candidate elsewhere: it must stay within the roots
+            target = os.path.realpath(md)
+            if not _inside(target, self.allowed):
+                self.warnings.append(
+                    f"{md} links to {target}, outside every skills root: not a skill "
+                    "(copy the file, or add its folder as a skills root)"
+                )
+                return None
+        try:
+            st = md.stat()
+        except OSError:
+            return None
+        return FoundSkill(self.root, folder, md, install, entries, (st.st_dev, st.st_ino), real and not is_link)
+
+    def _keep(self, skill: FoundSkill) -> None:
+        """One skill per SKILL.md: the first found wins, unless a later one is its real (unlinked) place."""
+        held = self.found.get(skill.identity)
+        if held is None or (skill.real and not held.real):
+            self.found[skill.identity] = skill
+
+
+def walk_root(root: Root, allowed: Sequence[Path] = (), warnings: list[str] | None = None) -> Iterator[FoundSkill]:
     """Every skill folder in a root, in a stable order.
 
-    A root that is itself a skill folder is that one skill. Direct children get the full SKILL.md lookup of
-    §2.1; deeper folders (Hermes nests ``<category>/<skill>/``) count when they hold a SKILL.md, down to
-    six levels. The walk never descends into a skill folder.
+    A root that is itself a skill folder is that skill. Folders down to six levels below the root are searched,
+    dot-folders too (all but VCS and tool caches); a skill folder may hold further skills, except in its own
+    material folders (``references/``, ``scripts/``, ...). ``allowed`` are the configured roots a symlink may
+    lead into (the root itself always); ``warnings`` collects symlink loops and links that were not followed.
     """
-    entries = list_folder(str(root.path))
-    own = skill_file(entries)
-    if own is not None:
-        yield FoundSkill(root, root.path, root.path / own, read_install_manifest(root.path), entries)
-        return
-    for child in _searchable_dirs(entries):
-        child_entries = list_folder(child)
-        found = _found(root, child, child_entries)
-        if found is not None:
-            yield found
-        else:
-            yield from _walk_deep(root, _searchable_dirs(child_entries), 2)
-
-
-def _walk_deep(root: Root, folders: list[str], depth: int) -> Iterator[FoundSkill]:
-    for folder in folders:
-        entries = list_folder(folder)
-        own = skill_file(entries)
-        if own is not None:
-            yield FoundSkill(root, Path(folder), Path(folder, own), {}, entries)
-        elif depth < MAX_DEPTH:
-            yield from _walk_deep(root, _searchable_dirs(entries), depth + 1)
+    real_root = os.path.realpath(root.path)
+    walk = _Walk(root, (real_root, *(os.path.realpath(p) for p in allowed)), warnings if warnings is not None else [])
+    walk.folder(str(root.path), 0, False, True)
+    walk.follow_links()
+    yield from walk.found.values()

@@ -23,6 +23,8 @@ def list_cmd(skills_dirs: tuple[Path, ...], no_builtin: bool, as_json: bool) -> 
 
     yard = open_yard(skills_dirs, not no_builtin)
     items = [describe_entry(e) for e in yard.entries]
+    for note in yard.catalog.warnings:
+        click.echo(f"warning {note}", err=True)
     if as_json:
         print_json(items)
         return
