@@ -113,8 +113,8 @@ class Catalog:
                 if (
                     cached is None
                     or cached[0] != sig
-                    or cached[2].manifest.path != found.skill_md
-                    or cached[1] != _outside_signature(cached[2])
+                    or os.fspath(cached[2].manifest.path) != os.fspath(found.skill_md)
+                    or (cached[1] and cached[1] != _outside_signature(cached[2]))
                 ):
                     manifest = read_manifest(found.skill_md, found.install)
                     files = frozenset(item[0] for item in sig if "/" not in item[0])

@@ -84,13 +84,6 @@ def list_folder(path: str) -> list[os.DirEntry[str]]:
         return []
 
 
-def skill_file(entries: list[os.DirEntry[str]]) -> str | None:
-    """The folder's skill file: ``SKILL.md``, else ``skill.md`` (the Agent Skills reference validator accepts the
-    lower-case name, and real collections use it)."""
-    names = {e.name for e in entries}
-    return SKILL_FILE if SKILL_FILE in names else (LOWER_SKILL_FILE if LOWER_SKILL_FILE in names else None)
-
-
 def _inside(path: str, folders: Sequence[str]) -> bool:
     return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
 
@@ -102,19 +95,19 @@ class _Walk:
     root: Root
     allowed: tuple[str, ...]  # real paths of every configured root: where a link may lead
     warnings: list[str]
-    entered: set[tuple[int, int]] = field(default_factory=set)
+    entered: set[str] = field(default_factory=set)  # real paths of the folders walked
     links: deque[tuple[str, int, bool]] = field(default_factory=deque)
     found: dict[tuple[int, int], FoundSkill] = field(default_factory=dict)
 
     def folder(self, path: str, depth: int, in_skill: bool, real: bool) -> None:
-        """Look at one folder ``depth`` levels below the root, then at its children."""
-        try:
-            st = os.stat(path)
-        except OSError:
-            return
-        if (st.st_dev, st.st_ino) in self.entered:
+        """Look at one folder ``depth`` levels below the root, then at its children.
+
+        Below the (resolved) root and through no link, a folder's path is its real path: no stat is needed to know
+        it. A followed link resolves it once."""
+        key = path if real else os.path.realpath(path)
+        if key in self.entered:
             return  # a mirror of a folder already walked
-        self.entered.add((st.st_dev, st.st_ino))
+        self.entered.add(key)
         entries = list_folder(path)
         skill = self._skill(path, entries, depth, real)
         if skill is not None:
@@ -161,22 +154,24 @@ class _Walk:
             self.folder(path, depth, in_skill, real=False)
 
     def _skill(self, path: str, entries: list[os.DirEntry[str]], depth: int, real: bool) -> FoundSkill | None:
-        own = skill_file(entries)
+        by_name = {e.name: e for e in entries}
+        own = SKILL_FILE if SKILL_FILE in by_name else (LOWER_SKILL_FILE if LOWER_SKILL_FILE in by_name else None)
         folder = Path(path)
-        if depth == 1:  # a folder dropped into the root: the full SKILL.md lookup of spec §2.1
-            names = {e.name for e in entries}
-            install = read_install_manifest(folder) if INSTALL_MANIFEST in names else {}
-            if own is not None and not install.get("skill_md"):
-                md: Path | None = folder / own
-            else:
-                md = locate_skill_md(folder, install)
+        install = read_install_manifest(folder) if depth <= 1 and INSTALL_MANIFEST in by_name else {}
+        # SKILL.md, else skill.md (the Agent Skills reference validator accepts the lower-case name, and real
+        # collections use it); in a dropped-in folder an installer's skill.json may name another file
+        listed = by_name.get(own) if own is not None and (depth != 1 or not install.get("skill_md")) else None
+        if listed is not None:
+            md = folder / listed.name
+        elif depth == 1:  # a folder dropped into the root: the full SKILL.md lookup of spec §2.1
+            located = locate_skill_md(folder, install)
+            if located is None:
+                return None
+            md, listed = located, (by_name.get(located.name) if located.parent == folder else None)
         else:
-            install = read_install_manifest(folder) if depth == 0 else {}
-            md = folder / own if own is not None else None
-        if md is None:
             return None
-        is_link = md.parent == folder and any(e.name == md.name and e.is_symlink() for e in entries)
-        if is_link or md.parent != folder:  # a link, or a §2.1 candidate elsewhere: it must stay within the roots
+        is_link = listed is not None and listed.is_symlink()
+        if listed is None or is_link:  # a link, or a §2.1 candidate elsewhere: it must stay within the roots
             target = os.path.realpath(md)
             if not _inside(target, self.allowed):
                 self.warnings.append(
@@ -184,8 +179,8 @@ class _Walk:
                     "(copy the file, or add its folder as a skills root)"
                 )
                 return None
-        try:
-            st = md.stat()
+        try:  # through the DirEntry, the stat is cached for the catalog's change signature
+            st = listed.stat() if listed is not None else md.stat()
         except OSError:
             return None
         return FoundSkill(self.root, folder, md, install, entries, (st.st_dev, st.st_ino), real and not is_link)
