@@ -19,6 +19,7 @@ T = TypeVar("T")
 DEFAULT_PLUGINS = (
     "skillyard.executors.inprocess",
     "skillyard.executors.subprocess",
+    "skillyard.executors.sandbox",
     "skillyard.executors.http",
     "skillyard.executors.unsupported",
     "skillyard.catalog.builtin_root",

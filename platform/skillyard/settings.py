@@ -48,6 +48,60 @@ def _flag_env(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+SANDBOX_TIERS = ("A", "B", "C")
+SANDBOX_CHOICES = ("auto", *SANDBOX_TIERS, "off")
+DEFAULT_SANDBOX_USER = "skillyard-sandbox"
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """``SKILLYARD_SANDBOX`` and the limits every tier applies (docs/sandbox.md lists each default)."""
+
+    mode: str = "auto"
+    user: str = DEFAULT_SANDBOX_USER
+    cpu_s: int = 60
+    file_mb: int = 1024
+    open_files: int = 256
+    processes: int = 256
+    memory_mb: int = 2048
+    workspace_mb: int = 1024
+
+    @classmethod
+    def from_env(cls) -> SandboxSettings:
+        mode = os.environ.get("SKILLYARD_SANDBOX", "").strip() or "auto"
+        normal = mode.upper() if mode.upper() in SANDBOX_TIERS else mode.lower()
+        if normal not in SANDBOX_CHOICES:
+            raise SkillyardError(
+                f"SKILLYARD_SANDBOX={mode!r} is not a sandbox tier; use one of {', '.join(SANDBOX_CHOICES)} "
+                "(auto: the best this machine offers)"
+            )
+
+        def whole(name: str, default: int) -> int:
+            return max(1, int(float_env(name, default)))
+
+        return cls(
+            mode=normal,
+            user=os.environ.get("SKILLYARD_SANDBOX_USER", "").strip() or DEFAULT_SANDBOX_USER,
+            cpu_s=whole("SKILLYARD_SANDBOX_CPU_S", cls.cpu_s),
+            file_mb=whole("SKILLYARD_SANDBOX_FILE_MB", cls.file_mb),
+            open_files=whole("SKILLYARD_SANDBOX_OPEN_FILES", cls.open_files),
+            processes=whole("SKILLYARD_SANDBOX_PROCESSES", cls.processes),
+            memory_mb=whole("SKILLYARD_SANDBOX_MEMORY_MB", cls.memory_mb),
+            workspace_mb=whole("SKILLYARD_SANDBOX_WORKSPACE_MB", cls.workspace_mb),
+        )
+
+    def limits(self) -> dict[str, int]:
+        """The limits as a skill sees them in ``skill_config.sandbox``."""
+        return {
+            "cpu_s": self.cpu_s,
+            "file_mb": self.file_mb,
+            "open_files": self.open_files,
+            "processes": self.processes,
+            "memory_mb": self.memory_mb,
+            "workspace_mb": self.workspace_mb,
+        }
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved once per SkillYard; environment variables override defaults."""
@@ -65,6 +119,7 @@ class Settings:
     embedded_db_memory: int = 2 * 1024**3  # the address space of each embedded PostgreSQL process
     secret_key: str | None = field(default=None, repr=False)
     secret_keys: str | None = field(default=None, repr=False)  # comma-separated, newest first; wins over secret_key
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -84,6 +139,7 @@ class Settings:
             embedded_db_memory=_size_env("SKILLYARD_EMBEDDED_DB_MEMORY", 2 * 1024**3),
             secret_key=os.environ.get("SKILLYARD_SECRET_KEY") or None,
             secret_keys=os.environ.get("SKILLYARD_SECRET_KEYS") or None,
+            sandbox=SandboxSettings.from_env(),
         )
 
     @property

@@ -262,8 +262,11 @@ def test_default_subprocess_timeout_is_60s_and_exec_timeout_overrides(make_skill
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-async def test_abort_signal_set_during_the_run_kills_the_process_group(db_env, make_skill, skills_root, tmp_path):
+async def test_abort_signal_set_during_the_run_kills_the_process_group(
+    monkeypatch, db_env, make_skill, skills_root, tmp_path
+):
     """A subprocess cannot see the caller's Event: the platform kills its group when it is set, children too."""
+    monkeypatch.setenv("SKILLYARD_SANDBOX", "C")  # host PIDs in child.pid: at tier A they are the namespace's
     make_skill(
         "waits",
         "name: waits\ndescription: d\nexec: {config: run.sh, timeout: 30}",
@@ -295,9 +298,10 @@ async def test_abort_signal_set_during_the_run_kills_the_process_group(db_env, m
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-async def test_background_children_end_with_the_skill(db_env, make_skill, skills_root, tmp_path):
+async def test_background_children_end_with_the_skill(monkeypatch, db_env, make_skill, skills_root, tmp_path):
     """What a skill leaves running goes when its process exits: a child keeping the output pipe does not hold the
     run until the wall clock, and a child with its own output does not outlive the run."""
+    monkeypatch.setenv("SKILLYARD_SANDBOX", "C")  # host PIDs and host paths: at tier A they are the sandbox's
     make_skill(
         "leaves",
         "name: leaves\ndescription: d\nexec: {config: run.sh, timeout: 30}",
@@ -361,7 +365,8 @@ async def test_abort_signal_left_unset_changes_nothing(make_skill, skills_root):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-async def test_timeout_kills_the_whole_process_group(db_env, make_skill, skills_root, tmp_path):
+async def test_timeout_kills_the_whole_process_group(monkeypatch, db_env, make_skill, skills_root, tmp_path):
+    monkeypatch.setenv("SKILLYARD_SANDBOX", "C")  # host PIDs in child.pid: at tier A they are the namespace's
     make_skill(
         "hangs",
         "name: hangs\ndescription: d\nexec: {config: run.sh, timeout: 0.5}",
@@ -417,6 +422,7 @@ async def test_missing_interpreter_for_declared_type(make_skill, skills_root, tm
 @needs("go")
 async def test_go_runs_without_home(make_skill, skills_root, tmp_path, monkeypatch):
     """`go run` needs a build cache: GOCACHE passes through, and without HOME or GOCACHE one is provided."""
+    monkeypatch.setenv("SKILLYARD_SANDBOX", "C")  # host PIDs and host paths: at tier A they are the sandbox's
     make_skill(
         "go_nohome",
         "name: go_nohome\ndescription: d\nexec: {config: main.go, timeout: 50}",
@@ -448,7 +454,8 @@ async def test_child_environment_is_minimal_plus_declared_credentials(make_skill
     )
     assert env["ok"] is True, env
     child = child_env(env)
-    assert set(child) <= BASE | {"DEPLOY_TOKEN", "SERVICE_PIN"}, set(child) - BASE
+    # bubblewrap (tier A) sets PWD to the working folder, as a shell would
+    assert set(child) <= BASE | {"DEPLOY_TOKEN", "SERVICE_PIN", "PWD"}, set(child) - BASE
     assert "SKILLYARD_TEST_UNDECLARED" not in child
     assert child["DEPLOY_TOKEN"] == "token-from-host"
     assert child["SERVICE_PIN"] == "pin-from-configs"
@@ -716,8 +723,9 @@ async def test_stderr_not_in_success_envelope(make_skill, skills_root):
     assert env["ok"] is True and "LOGLINE-XYZ" not in json.dumps(env)
 
 
-async def test_subprocess_timeout_kills_group(db_env, make_skill, skills_root, tmp_path):
+async def test_subprocess_timeout_kills_group(monkeypatch, db_env, make_skill, skills_root, tmp_path):
     """Issue: 'on timeout the whole process group is killed and the envelope says `timed_out: true`'."""
+    monkeypatch.setenv("SKILLYARD_SANDBOX", "C")  # host PIDs and host paths: at tier A they are the sandbox's
     ws = tmp_path / "ws_to"
     shell_skill(make_skill, "hang", "sleep 60 &\necho $! > child.pid\nsleep 60\n", extra="  timeout: 0.5")
     env = await run_skill(skills_root, "hang", workspace_dir=str(ws))

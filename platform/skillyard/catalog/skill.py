@@ -65,6 +65,7 @@ class Skill:
     offload: bool = True
     materialize: bool = True
     secret_configs: tuple[str, ...] = ()  # config keys the skill declares secret (metadata.skillyard)
+    network: bool = False  # metadata.skillyard.network: the sandbox shares the host's network with it
     warnings: tuple[str, ...] = ()
     error: str | None = None
     #: Filled (in place) by the catalog: tool names depend on every other skill's name.
@@ -171,11 +172,16 @@ def _names(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(str(v).strip() for v in value if str(v).strip()))
 
 
-def _secret_configs(meta: Mapping[str, Any]) -> tuple[str, ...]:
-    """``metadata.skillyard.secret_configs``: config keys the skill declares secret (always encrypted)."""
+def _skillyard_block(meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``metadata.skillyard``: what a skill declares to this host only."""
     metadata = meta.get("metadata")
     block = metadata.get("skillyard") if isinstance(metadata, Mapping) else None
-    return _names(block.get("secret_configs")) if isinstance(block, Mapping) else ()
+    return block if isinstance(block, Mapping) else {}
+
+
+def _secret_configs(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """``metadata.skillyard.secret_configs``: config keys the skill declares secret (always encrypted)."""
+    return _names(_skillyard_block(meta).get("secret_configs"))
 
 
 def _trigger_type(meta: Mapping[str, Any]) -> str:
@@ -290,6 +296,7 @@ def build_skill(
         offload=as_bool(meta.get("offload", True)),
         materialize=as_bool(meta.get("materialize", True)),
         secret_configs=_secret_configs(meta),
+        network=as_bool(_skillyard_block(meta).get("network", False)),
         warnings=tuple(warnings),
         error="; ".join(errors) or None,
         version=version,

@@ -20,9 +20,10 @@ from .output import json_object, open_yard, print_json, print_table, run_async, 
 def list_cmd(skills_dirs: tuple[Path, ...], no_builtin: bool, as_json: bool) -> None:
     """List every skill folder found, with warnings and errors."""
     from ..catalog.describe import describe_entry
+    from ..executors.sandbox import skill_tier
 
     yard = open_yard(skills_dirs, not no_builtin)
-    items = [describe_entry(e) for e in yard.entries]
+    items = [{**describe_entry(e), "sandbox": skill_tier(e.skill, yard.settings.sandbox)} for e in yard.entries]
     for note in yard.catalog.warnings:
         click.echo(f"warning {note}", err=True)
     if as_json:

@@ -13,6 +13,7 @@ from ..catalog.code import ENTRY_NAMES
 from ..credentials import masked_logger
 from ..hookspecs import hookimpl
 from .loader import load_entry_module
+from .sandbox import sandbox_settings
 from .subprocess import OutputLimits, run_subprocess
 
 if TYPE_CHECKING:
@@ -63,12 +64,14 @@ class InProcessExecutor:
 
     async def run(self, skill: Skill, input: dict[str, Any], ctx: dict[str, Any], *, yard: Any) -> Any:
         if skill.exec.python_cli:
-            return await run_subprocess(skill, input, ctx, limits=OutputLimits.of(yard))
+            return await run_subprocess(skill, input, ctx, limits=OutputLimits.of(yard), sandbox=sandbox_settings(yard))
         try:
             return await self._call(skill, input, ctx)
         except SystemExit:  # also from importing: module-level argparse exits before any entry runs
             log.info("skill %r raised SystemExit in-process; running it as a CLI subprocess", skill.name)
-            return await run_subprocess(skill, input, ctx, force_python_cli=True, limits=OutputLimits.of(yard))
+            return await run_subprocess(
+                skill, input, ctx, force_python_cli=True, limits=OutputLimits.of(yard), sandbox=sandbox_settings(yard)
+            )
 
     async def _call(self, skill: Skill, input: dict[str, Any], ctx: dict[str, Any]) -> Any:
         entry = _entry(skill)

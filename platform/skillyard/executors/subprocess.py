@@ -18,10 +18,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..credentials import masked_logger, secret_config
-from ..envelope import failure
+from ..envelope import add_warning, failure
 from ..hookspecs import hookimpl
 from ..invoke.context import NAMED_FIELDS, config_value, credential_value, subprocess_context
 from ..invoke.inputs import SUBCOMMAND
+from ..settings import SandboxSettings
+from .sandbox import (
+    OFF_WARNING,
+    SandboxUnavailable,
+    limit_failure,
+    limit_hit,
+    sandbox_settings,
+    tier_for,
+    wrap,
+)
 from .stdout import parse_stdout
 
 if TYPE_CHECKING:
@@ -207,10 +217,13 @@ async def run_subprocess(
     ctx: Mapping[str, Any],
     force_python_cli: bool = False,
     limits: OutputLimits | None = None,
+    sandbox: SandboxSettings | None = None,
 ) -> Any:
-    """Run the skill's process in its own process group. The group ends with the process: its exit, the wall clock
-    (cancellation), the caller's abort signal or too much output on stdout kills whatever it left running."""
+    """Run the skill's process in the sandbox (``sandbox``: the host's settings; see executors/sandbox.py) and its
+    own process group. Every process of the run ends with it: its exit, the wall clock (cancellation), the caller's
+    abort signal or too much output on stdout kills whatever it left running."""
     limits = limits or OutputLimits()
+    sandbox = sandbox or SandboxSettings()
     argv, binary = command_for(skill, force_python_cli)
     problem = _spec_problem(skill, force_python_cli)
     if problem:
@@ -229,24 +242,47 @@ async def run_subprocess(
     abort = abort if isinstance(abort, asyncio.Event) else None
     if abort is not None and abort.is_set():
         return _aborted(skill)
+    try:
+        tier = tier_for(sandbox)
+    except SandboxUnavailable as exc:
+        return failure(
+            skill.name,
+            f"skill {skill.name!r} cannot run: {exc}; set SKILLYARD_SANDBOX=auto or install what the tier needs",
+            error_type="config",
+            non_retriable=True,
+            sandbox={"tier": None, "requested": sandbox.mode},
+        )
     cwd = ctx.get("workspace_dir") or None
     if cwd:  # a caller-given workspace may not exist yet; one mkdir is nothing next to a fork and exec
         os.makedirs(cwd, exist_ok=True)
+        cwd = os.path.realpath(cwd)  # bound at its real path in the sandbox, so paths in input and output hold
     public, secret_env = split_secret_params(skill, input)
+    seen = {**ctx, "skill_config": {"sandbox": {"tier": tier, "network": skill.network, **sandbox.limits()}}}
+    env = child_env(skill, public, seen, secret_env)
+    try:
+        wrapped = wrap(skill, tier, [*argv, *input_argv(public)], env, cwd, sandbox, force_python_cli)
+    except SandboxUnavailable as exc:
+        return failure(
+            skill.name,
+            f"skill {skill.name!r} cannot run: {exc}",
+            error_type="config",
+            non_retriable=True,
+            sandbox={"tier": tier},
+        )
     loop = asyncio.get_running_loop()
     try:
         transport, protocol = await loop.subprocess_exec(
             lambda: _ExitAwareProtocol(loop),
-            *argv,
-            *input_argv(public),
+            *wrapped.argv,
             cwd=cwd,
-            env=child_env(skill, public, ctx, secret_env),
+            env=wrapped.env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
+            **wrapped.popen,
         )
     except OSError as exc:
+        await asyncio.to_thread(wrapped.finish)
         if exc.errno != errno.E2BIG:
             raise
         # the input travels as argv and SKILL_INPUT, and the system caps each string (128 KiB on Linux): the same
@@ -258,6 +294,7 @@ async def run_subprocess(
             "pass its path instead",
             error_type="recoverable",
         )
+    wrapped.started()
     proc = asyncio.subprocess.Process(transport, protocol, loop)
     assert proc.stdout is not None and proc.stderr is not None
     output = asyncio.gather(
@@ -268,15 +305,19 @@ async def run_subprocess(
     try:
         if abort is not None and not await _first_of(exited, abort):
             _kill_group(proc)  # the process cannot see the Event: the platform stops it for the caller
+            await asyncio.to_thread(wrapped.finish)
             await output
             return _aborted(skill)
         await exited
         # The skill is over when its process is: what it left running in the background goes with it, instead of
         # outliving the run (or holding the output pipes open until the wall clock, when it kept them).
         _kill_group(proc)
+        broken = await asyncio.to_thread(wrapped.finish)
         stdout, (stderr, stderr_size) = await output
     except asyncio.CancelledError:
         _kill_group(proc)
+        with contextlib.suppress(Exception):
+            wrapped.finish()  # cancelled: no awaiting any more, and the run's processes must still go
         await proc.wait()
         output.cancel()
         raise
@@ -296,8 +337,13 @@ async def run_subprocess(
             stderr_tail=err_text[-STDERR_TAIL:],
         )
     out_text = stdout.decode("utf-8", "replace")
+    if broken is not None:
+        return limit_failure(skill.name, broken, err_text[-STDERR_TAIL:])
     if proc.returncode != 0:
         code, err_text = _program_exit(skill, proc.returncode, err_text)
+        hit = limit_hit(proc.returncode, err_text, tier, sandbox)
+        if hit is not None:
+            return limit_failure(skill.name, hit, err_text[-STDERR_TAIL:])
         return failure(
             skill.name,
             f"skill {skill.name!r} exited with code {code}"
@@ -306,7 +352,10 @@ async def run_subprocess(
             stderr_tail=err_text[-STDERR_TAIL:],
             error_type="transient",
         )
-    return parse_stdout(out_text, cwd)
+    result = parse_stdout(out_text, cwd)
+    if tier == "off" and isinstance(result, dict):
+        add_warning(result, OFF_WARNING)
+    return result
 
 
 _GO_EXIT_STATUS = re.compile(r"(?:\A|\n)exit status (\d+)\n?\Z")  # go run's own last stderr line
@@ -365,7 +414,7 @@ class SubprocessExecutor:
     """Runs one subprocess exec type."""
 
     async def run(self, skill: Skill, input: dict[str, Any], ctx: dict[str, Any], *, yard: Any) -> Any:
-        return await run_subprocess(skill, input, ctx, limits=OutputLimits.of(yard))
+        return await run_subprocess(skill, input, ctx, limits=OutputLimits.of(yard), sandbox=sandbox_settings(yard))
 
 
 @hookimpl

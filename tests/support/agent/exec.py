@@ -354,6 +354,9 @@ class ExecAgent:
         self.names: list[str] = []
         self.uid = uuid.uuid4().hex[:10]
         self.scripts = 0
+        # The probes count their runs in a log beside the agent, outside any workspace: tier C keeps the host's view
+        # of the files (the sandbox itself is tested in tests/executors/test_sandbox.py).
+        monkeypatch.setenv("SKILLYARD_SANDBOX", "C")
         (self.dir).mkdir(parents=True)
         (self.dir / "AGENT.md").write_text(
             "---\nagent_code: orders\nagent_name: Order clerk\nskills: [orders.clerk]\n---\n"
