@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import sys
 import textwrap
@@ -19,6 +20,7 @@ from pathlib import Path
 from _common import isolate, verdict
 
 TMP, BASE = isolate("subprocess")
+os.environ["SKILLYARD_SANDBOX"] = "off"  # the platform's own overhead; bench_sandbox.py measures each sandbox tier
 
 from skillyard.yard import SkillYard  # noqa: E402  (after isolate(): the host reads the environment)
 

@@ -47,6 +47,7 @@ def test_wheel_contains_builtin_skills_and_list_finds_them(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "skillyard/builtin_skills/probe_builtin/SKILL.md" in names
     assert "skillyard/builtin_skills/probe_builtin/handler.py" in names
+    assert {"skillyard/sandbox/launch.sh", "skillyard/sandbox/stage.sh", "skillyard/sandbox/bwrap.args"} <= set(names)
     assert any(n.startswith("skillyard/storage/migrations/versions/0001") for n in names)
 
     env_dir = tmp_path / "venv"
@@ -83,6 +84,19 @@ def test_wheel_contains_builtin_skills_and_list_finds_them(tmp_path):
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SKILLYARD_HOME": str(tmp_path / "home")},
     )
     assert ran.returncode == 0 and json.loads(ran.stdout)["probe"] is True
+    shell = tmp_path / "shell_skills" / "hi"  # a shell skill runs through the installed sandbox/launch.sh
+    shell.mkdir(parents=True)
+    (shell / "SKILL.md").write_text("---\nname: hi\ndescription: x\nexec:\n  config: run.sh\n---\n")
+    (shell / "run.sh").write_text("echo '{\"hi\": true}'\n")
+    sandboxed = subprocess.run(
+        [str(env_dir / "bin" / "skillyard"), "run", "hi", "--skills-dir", str(shell.parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SKILLYARD_HOME": str(tmp_path / "home")},
+    )
+    assert sandboxed.returncode == 0 and json.loads(sandboxed.stdout)["hi"] is True, sandboxed.stdout
 
 
 def test_every_platform_package_is_listed_for_the_wheel() -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from skillyard import SkillYard
 from skillyard.executors.sandbox import LIMITS as LIMITS_NAMED
-from skillyard.executors.sandbox import RUN_MARK, machine
+from skillyard.executors.sandbox import machine
 from skillyard.settings import SandboxSettings
 from support.cli import invoke
 from support.skills import write_skill
@@ -333,15 +333,16 @@ def test_background_children_end_with_the_run(world, monkeypatch, tier, how):
     assert value(envelope) == "left"
     time.sleep(2.0)
     assert not flag.exists(), f"a {how} child outlived its run at tier {tier}"
-    assert not _marked_processes()
+    assert not _processes_naming(str(flag))
 
 
-def _marked_processes() -> list[int]:
+def _processes_naming(text: str) -> list[int]:
+    """Processes whose command line holds ``text`` (the flag path: only this test's children have it)."""
     found = []
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                if f"{RUN_MARK}=".encode() in Path(f"/proc/{name}/environ").read_bytes():
+                if text.encode() in Path(f"/proc/{name}/cmdline").read_bytes():
                     found.append(int(name))
             except OSError:
                 continue

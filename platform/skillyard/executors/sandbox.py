@@ -347,17 +347,21 @@ def _bubblewrap(
     memory: str,
     launcher: Path,
 ) -> Wrapped:
-    """bubblewrap as an unprivileged user. A root host starts it through ``sandbox/stage.sh``, which binds the
-    run's folders where the sandbox user can reach them and drops to that user; an ordinary host runs it as
-    itself."""
+    """bubblewrap as an unprivileged user. A root host starts it as the sandbox user, or, when a folder the run
+    needs is closed to that user (under ``/root``), through ``sandbox/stage.sh``, which binds those folders where
+    the user can reach them and then drops to it; an ordinary host runs it as itself."""
     assert found.bwrap is not None
     args = [*_fixed_profile(), *_system_links()]
-    sources: list[str] = []
-    stage = _stage_dir() if user is not None else None
+    sources: list[str] = []  # folders the sandbox user cannot reach by their path: staged first
+    stage: str | None = None
 
     def bind(option: str, folder: str) -> None:
-        source = folder if stage is None else f"{stage}/{len(sources)}"
-        sources.append(folder)
+        nonlocal stage
+        source = folder
+        if user is not None and not _reachable(folder, user):
+            stage = stage or _stage_dir()
+            source = f"{stage}/{len(sources)}"
+            sources.append(folder)
         args.extend([option, source, folder])
 
     for folder in (*_interpreter_dirs(), str(launcher.parent), os.path.realpath(skill.dir)):
@@ -379,13 +383,15 @@ def _bubblewrap(
     os.lseek(fd, 0, os.SEEK_SET)
     command = [found.bwrap, "--args", str(fd), "--", "/bin/sh", str(launcher), *_prlimit(settings, memory, 0)]
     command += ["--", *argv]
+    popen: dict[str, Any] = {"start_new_session": True, "pass_fds": (fd,)}
     if user is not None and stage is not None:
         from ..sandbox import STAGER
 
         ids = [str(user.pw_uid), str(user.pw_gid), str(len(sources))]
         head = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", str(STAGER), stage, *ids]
         command = [*head, *sources, "--", *command]
-    popen: dict[str, Any] = {"start_new_session": True, "pass_fds": (fd,)}
+    elif user is not None:  # every folder is reachable: bwrap starts as the sandbox user straight away
+        popen.update(user=user.pw_uid, group=user.pw_gid, extra_groups=[])
     return Wrapped("A", command, {"PATH": os.defpath}, popen, cwd, settings, fds=[fd])
 
 
@@ -424,7 +430,7 @@ def limit_hit(returncode: int | None, stderr: str, tier: str, settings: SandboxS
         return None
     code = returncode or 0
     died_of = -code if code < 0 else (code - 128 if tier == "A" and code > 128 else 0)  # bwrap says 128 + signal
-    limit = {signal.SIGXCPU: "cpu_s", signal.SIGXFSZ: "file_mb"}.get(died_of)
+    limit = {int(signal.SIGXCPU): "cpu_s", int(signal.SIGXFSZ): "file_mb"}.get(died_of)
     if limit is None:
         limit = next((name for name, needles in _SYMPTOMS if any(n in stderr for n in needles)), None)
     if limit is None:
