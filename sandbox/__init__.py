@@ -9,4 +9,5 @@ from pathlib import Path
 HERE = Path(__file__).parent
 LAUNCHER = HERE / "launch.sh"
 STAGER = HERE / "stage.sh"
+ENTRY = HERE / "entry.py"
 BWRAP_PROFILE = HERE / "bwrap.args"

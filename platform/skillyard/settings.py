@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 import os
 import re
+import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import SkillyardError
 
@@ -48,6 +51,33 @@ def _flag_env(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+SETTINGS_FILE = "settings.toml"
+
+
+def read_settings_file(path: Path) -> dict[str, Any]:
+    """``SKILLYARD_HOME/settings.toml`` as a dict (a missing file is empty); a file that cannot be read or parsed
+    is an error naming the file and the fix."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise SkillyardError(f"{path}: cannot read the settings file ({exc.strerror}); fix its permissions") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SkillyardError(f"{path}: not UTF-8 text; save the settings file as UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SkillyardError(f"{path}: invalid TOML ({exc}); fix the syntax at that position") from None
+
+
+def _table(data: Mapping[str, Any], name: str, path: Path) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise SkillyardError(f"{path}: '{name}' must be a table; write these settings under a [{name}] header")
+    return value
+
+
 SANDBOX_TIERS = ("A", "B", "C")
 SANDBOX_CHOICES = ("auto", *SANDBOX_TIERS, "off")
 DEFAULT_SANDBOX_USER = "skillyard-sandbox"
@@ -66,28 +96,51 @@ class SandboxSettings:
     memory_mb: int = 2048
     workspace_mb: int = 1024
 
+    roles: Mapping[str, str] = field(default_factory=dict)  # role → the weakest tier its runs accept
+
     @classmethod
-    def from_env(cls) -> SandboxSettings:
-        mode = os.environ.get("SKILLYARD_SANDBOX", "").strip() or "auto"
-        normal = mode.upper() if mode.upper() in SANDBOX_TIERS else mode.lower()
-        if normal not in SANDBOX_CHOICES:
-            raise SkillyardError(
-                f"SKILLYARD_SANDBOX={mode!r} is not a sandbox tier; use one of {', '.join(SANDBOX_CHOICES)} "
-                "(auto: the best this machine offers)"
-            )
+    def load(cls, file: Mapping[str, Any] | None = None, path: Path = Path(SETTINGS_FILE)) -> SandboxSettings:
+        """``[sandbox]`` of settings.toml (``file``, already read), then the ``SKILLYARD_SANDBOX*`` variables."""
+        table = _table(file or {}, "sandbox", path)
 
-        def whole(name: str, default: int) -> int:
-            return max(1, int(float_env(name, default)))
+        def tier(value: object, where: str, allowed: tuple[str, ...] = SANDBOX_CHOICES) -> str:
+            text = str(value).strip()
+            normal = text.upper() if text.upper() in SANDBOX_TIERS else text.lower()
+            if not isinstance(value, str) or normal not in allowed:
+                raise SkillyardError(
+                    f"{where}={value!r} is not a sandbox tier; use one of {', '.join(allowed)}"
+                    + (" (auto: the best this machine offers)" if "auto" in allowed else "")
+                )
+            return normal
 
+        def whole(key: str, default: int) -> int:
+            variable = f"SKILLYARD_SANDBOX_{key.upper()}"
+            if os.environ.get(variable, "").strip():
+                return max(1, int(float_env(variable, default)))
+            value = table.get(key, default)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise SkillyardError(f"{path}: [sandbox] {key} = {value!r} is invalid; write a whole number >= 1")
+            return value
+
+        mode = os.environ.get("SKILLYARD_SANDBOX", "").strip()
+        roles_table = table.get("roles", {})
+        if not isinstance(roles_table, dict) or not all(isinstance(v, dict) for v in roles_table.values()):
+            raise SkillyardError(f'{path}: [sandbox.roles.ROLE] tables hold required = "A" | "B" | "C"')
+        roles = {
+            role: tier(spec.get("required"), f"{path}: [sandbox.roles.{role}] required", SANDBOX_TIERS)
+            for role, spec in roles_table.items()
+        }
+        user = os.environ.get("SKILLYARD_SANDBOX_USER", "").strip() or table.get("user", DEFAULT_SANDBOX_USER)
         return cls(
-            mode=normal,
-            user=os.environ.get("SKILLYARD_SANDBOX_USER", "").strip() or DEFAULT_SANDBOX_USER,
-            cpu_s=whole("SKILLYARD_SANDBOX_CPU_S", cls.cpu_s),
-            file_mb=whole("SKILLYARD_SANDBOX_FILE_MB", cls.file_mb),
-            open_files=whole("SKILLYARD_SANDBOX_OPEN_FILES", cls.open_files),
-            processes=whole("SKILLYARD_SANDBOX_PROCESSES", cls.processes),
-            memory_mb=whole("SKILLYARD_SANDBOX_MEMORY_MB", cls.memory_mb),
-            workspace_mb=whole("SKILLYARD_SANDBOX_WORKSPACE_MB", cls.workspace_mb),
+            mode=tier(mode or table.get("tier", "auto"), "SKILLYARD_SANDBOX" if mode else f"{path}: [sandbox] tier"),
+            user=str(user),
+            cpu_s=whole("cpu_s", cls.cpu_s),
+            file_mb=whole("file_mb", cls.file_mb),
+            open_files=whole("open_files", cls.open_files),
+            processes=whole("processes", cls.processes),
+            memory_mb=whole("memory_mb", cls.memory_mb),
+            workspace_mb=whole("workspace_mb", cls.workspace_mb),
+            roles=roles,
         )
 
     def limits(self) -> dict[str, int]:
@@ -100,6 +153,21 @@ class SandboxSettings:
             "memory_mb": self.memory_mb,
             "workspace_mb": self.workspace_mb,
         }
+
+
+def _skills_table(file: Mapping[str, Any], path: Path) -> tuple[tuple[Path, ...], str]:
+    """``[skills] untrusted_roots`` (folders) and ``default_trust`` (``trusted`` | ``untrusted``)."""
+    table = _table(file, "skills", path)
+    roots = table.get("untrusted_roots", [])
+    if not isinstance(roots, list) or not all(isinstance(r, str) and r.strip() for r in roots):
+        raise SkillyardError(
+            f"{path}: [skills] untrusted_roots must be a list of folders, "
+            'e.g. untrusted_roots = ["~/downloaded-skills"]'
+        )
+    trust = table.get("default_trust", "trusted")
+    if trust not in ("trusted", "untrusted"):
+        raise SkillyardError(f'{path}: [skills] default_trust = {trust!r} is invalid; write "trusted" or "untrusted"')
+    return tuple(Path(r).expanduser() for r in roots), trust
 
 
 @dataclass(frozen=True)
@@ -120,11 +188,16 @@ class Settings:
     secret_key: str | None = field(default=None, repr=False)
     secret_keys: str | None = field(default=None, repr=False)  # comma-separated, newest first; wins over secret_key
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    untrusted_roots: tuple[Path, ...] = ()  # [skills] untrusted_roots: their in-process skills run sandboxed
+    default_trust: str = "trusted"  # [skills] default_trust: of --skills-dir and SKILLYARD_SKILLS_PATH roots
 
     @classmethod
     def from_env(cls) -> Settings:
         home = Path(os.environ.get("SKILLYARD_HOME") or Path.home() / ".skillyard").expanduser()
         path = os.environ.get("SKILLYARD_SKILLS_PATH", "")
+        file_path = home / SETTINGS_FILE
+        file = read_settings_file(file_path)
+        untrusted, trust = _skills_table(file, file_path)
         return cls(
             home=home,
             database_url=os.environ.get("SKILLYARD_DATABASE_URL") or None,
@@ -139,7 +212,9 @@ class Settings:
             embedded_db_memory=_size_env("SKILLYARD_EMBEDDED_DB_MEMORY", 2 * 1024**3),
             secret_key=os.environ.get("SKILLYARD_SECRET_KEY") or None,
             secret_keys=os.environ.get("SKILLYARD_SECRET_KEYS") or None,
-            sandbox=SandboxSettings.from_env(),
+            sandbox=SandboxSettings.load(file, file_path),
+            untrusted_roots=untrusted,
+            default_trust=trust,
         )
 
     @property

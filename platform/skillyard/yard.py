@@ -70,6 +70,7 @@ class SkillYard:
         self,
         skills_dirs: Sequence[str | os.PathLike[str]] | None = None,
         *,
+        untrusted_skills_dirs: Sequence[str | os.PathLike[str]] | None = None,
         include_builtin: bool = True,
         settings: Settings | None = None,
     ) -> None:
@@ -89,7 +90,9 @@ class SkillYard:
         self.background = BackgroundQueue(self)
         self.channels = ChannelRegistry.from_plugins(self.pm)
         self.catalog = Catalog(
-            self._roots([Path(d) for d in skills_dirs or []], include_builtin),
+            self._roots(
+                [Path(d) for d in skills_dirs or []], include_builtin, [Path(d) for d in untrusted_skills_dirs or []]
+            ),
             ManifestCache(self.settings.home / "cache" / "catalog"),
         )
         self.catalog.scan()
@@ -98,35 +101,48 @@ class SkillYard:
         self._watcher: asyncio.Task[None] | None = None
         self._workspaces: dict[str, str] = {}
 
-    def _roots(self, explicit: list[Path], include_builtin: bool) -> list[Root]:
-        """Precedence: explicit dirs, SKILLYARD_SKILLS_PATH, plugin roots, built-in skills."""
-        for path in explicit:
+    def _roots(self, explicit: list[Path], include_builtin: bool, untrusted: Sequence[Path] = ()) -> list[Root]:
+        """Precedence: explicit dirs (trusted, then untrusted), SKILLYARD_SKILLS_PATH, plugin roots, built-in skills.
+
+        Roots the operator names are trusted unless ``[skills] default_trust = "untrusted"`` or they lie in one of
+        ``[skills] untrusted_roots`` (or come from ``untrusted_skills_dirs``); plugin and built-in roots are trusted.
+        """
+        for path in (*explicit, *untrusted):
             if not path.is_dir():
                 raise SkillyardError(f"skills directory {str(path)!r} does not exist or is not a folder")
         roots: list[Root] = []
         seen: set[Path] = set()
+        closed = [p.expanduser().resolve() for p in self.settings.untrusted_roots]
 
-        def add(path: Path, source: str, package: str | None = None) -> None:
+        def named_trust(resolved: Path) -> bool:
+            if any(resolved == c or resolved.is_relative_to(c) for c in closed):
+                return False
+            return self.settings.default_trust == "trusted"
+
+        def add(path: Path, source: str, package: str | None = None, trusted: bool | None = None) -> None:
             resolved = path.expanduser().resolve()
             if resolved not in seen and resolved.is_dir():
                 seen.add(resolved)
-                roots.append(Root(resolved, len(roots), source, package))
+                trust = named_trust(resolved) if trusted is None else trusted
+                roots.append(Root(resolved, len(roots), source, package, trust))
                 if package is not None:
                     register_package_root(resolved, package)
 
         for path in explicit:
             add(path, "local")
+        for path in untrusted:
+            add(path, "local", trusted=False)
         for path in self.settings.skills_path:
             add(path, "local")
         builtin = [p for n, p in self.pm.list_name_plugin() if n == BUILTIN_ROOT_PLUGIN]
         others = [p for n, p in self.pm.list_name_plugin() if n != BUILTIN_ROOT_PLUGIN]
         for result in self.pm.subset_hook_caller("skill_roots", remove_plugins=builtin)(yard=self):
             for path in result or []:
-                add(Path(path), "plugin")
+                add(Path(path), "plugin", trusted=True)
         if include_builtin:
             for result in self.pm.subset_hook_caller("skill_roots", remove_plugins=others)(yard=self):
                 for path in result or []:
-                    add(Path(path), "builtin", builtin_package(Path(path)))
+                    add(Path(path), "builtin", builtin_package(Path(path)), trusted=True)
         return roots
 
     # lifecycle -------------------------------------------------------------------------------------------

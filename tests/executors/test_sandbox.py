@@ -419,3 +419,131 @@ def test_setup_refuses_a_bad_user_name():
     assert result.exit_code == 2 and "not a user name" in result.output
     again = json.loads(invoke("sandbox", "setup", "--json").stdout)  # the user .ci/run created: idempotent
     assert again["created"] is False and "A" in again["available"]
+
+
+# Trusted and untrusted roots -----------------------------------------------------------------------------------
+
+ASYNC_HANDLER = """
+import json, os
+
+async def execute(input, ctx):
+    print("chatter on stdout stays out of the result")
+    try:
+        key = open(KEY).read()
+    except OSError:
+        key = None
+    return {"echo": input.get("text"), "key": key, "pid": os.getpid(), "keys": sorted(ctx)}
+"""
+
+
+def _inproc(root: Path, name: str, key: Path, extra: str = "") -> Path:
+    folder = write_skill(root, name, files={"handler.py": ASYNC_HANDLER.replace("KEY", repr(str(key))) + extra})
+    for path in (root, folder, *folder.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return folder
+
+
+async def _run_in(yard_kwargs: dict, name: str, data: dict, workspace: Path) -> dict:
+    workspace.mkdir(parents=True, exist_ok=True)
+    workspace.chmod(0o755)
+    async with SkillYard(include_builtin=False, **yard_kwargs) as yard:
+        return await yard.run(name, data, context={"workspace_dir": str(workspace)})
+
+
+@pytest.mark.parametrize("tier", ISOLATING)
+def test_an_untrusted_roots_in_process_skill_runs_in_the_sandbox(world, monkeypatch, tier):
+    monkeypatch.setenv("SKILLYARD_SANDBOX", tier)
+    home = Path(os.environ["SKILLYARD_HOME"])
+    home.chmod(0o700)
+    key = home / "secret.key"
+    key.write_text("not-a-real-key\n")
+    _inproc(world / "untrusted", "stranger", key)
+    envelope = asyncio.run(
+        _run_in({"untrusted_skills_dirs": [world / "untrusted"]}, "stranger", {"text": "hi"}, world / "ws")
+    )
+    assert envelope["ok"] is True and envelope["echo"] == "hi", envelope
+    assert envelope["key"] is None and envelope["pid"] != os.getpid()
+    assert not {"db", "db_factory", "call_skill"} & set(envelope["keys"]) and "workspace_dir" in envelope["keys"]
+    trusted = asyncio.run(_run_in({"skills_dirs": [world / "untrusted"]}, "stranger", {"text": "hi"}, world / "ws"))
+    assert trusted["pid"] == os.getpid() and trusted["key"] == "not-a-real-key\n"  # the operator's own root
+
+
+def test_an_untrusted_skill_that_needs_the_database_is_refused(world):
+    folder = _inproc(world / "untrusted", "dbuser", world / "nothing")
+    (folder / "handler.py").write_text("async def execute(input, ctx):\n    await ctx['db'].execute('select 1')\n")
+    envelope = asyncio.run(_run_in({"untrusted_skills_dirs": [world / "untrusted"]}, "dbuser", {}, world / "ws"))
+    assert envelope["ok"] is False and envelope["error_type"] == "config"
+    assert "untrusted" in envelope["error"] and "trusted root" in envelope["error"]
+
+
+def test_settings_file_marks_roots_untrusted_and_list_shows_trust(world, monkeypatch):
+    home = Path(os.environ["SKILLYARD_HOME"])
+    _inproc(world / "downloads", "stranger", world / "nothing")
+    _inproc(world / "mine", "own", world / "nothing")
+    (home / "settings.toml").write_text(f'[skills]\nuntrusted_roots = ["{world / "downloads"}"]\n')
+    listed = json.loads(
+        invoke(
+            "list", "--json", "--no-builtin", "--skills-dir", world / "downloads", "--skills-dir", world / "mine"
+        ).stdout
+    )
+    trust = {i["name"]: (i["trust"], i["sandbox"]) for i in listed}
+    assert trust["own"] == ("trusted", None) and trust["stranger"][0] == "untrusted"
+    assert trust["stranger"][1] == AVAILABLE[0]
+    (home / "settings.toml").write_text('[skills]\ndefault_trust = "untrusted"\n')
+    listed = json.loads(invoke("list", "--json", "--no-builtin", "--skills-dir", world / "mine").stdout)
+    assert [i["trust"] for i in listed] == ["untrusted"]
+    flagged = json.loads(invoke("list", "--json", "--no-builtin", "--untrusted-skills-dir", world / "mine").stdout)
+    assert [i["trust"] for i in flagged] == ["untrusted"]
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('[skills]\ndefault_trust = "maybe"\n', 'write "trusted" or "untrusted"'),
+        ("[skills]\nuntrusted_roots = 3\n", "must be a list of folders"),
+        ('[sandbox]\ntier = "Z"\n', "is not a sandbox tier"),
+        ("[sandbox]\ncpu_s = 0\n", "[sandbox] cpu_s = 0 is invalid"),
+        ('[sandbox.roles.finance]\nrequired = "off"\n', "use one of A, B, C"),
+        ("[sandbox\n", "invalid TOML"),
+    ],
+)
+def test_a_bad_settings_file_names_the_key_and_the_fix(text, needle):
+    (Path(os.environ["SKILLYARD_HOME"]) / "settings.toml").write_text(text)
+    result = invoke("list", "--no-builtin")
+    assert result.exit_code == 2 and needle in result.output, result.output
+
+
+def test_a_role_that_requires_a_stronger_tier_is_refused(world, monkeypatch):
+    (Path(os.environ["SKILLYARD_HOME"]) / "settings.toml").write_text(
+        '[sandbox]\ncpu_s = 30\n[sandbox.roles.finance]\nrequired = "A"\n'
+    )
+    skill(world / "skills", "hello", "shell", "echo '{\"value\": 1}'")
+
+    async def go(tier: str, role: str) -> dict:
+        monkeypatch.setenv("SKILLYARD_SANDBOX", tier)
+        async with SkillYard(skills_dirs=[world / "skills"], include_builtin=False) as yard:
+            return await yard.run("hello", {}, context={"role_id": role, "workspace_dir": str(world / "ws")})
+
+    (world / "ws").mkdir(exist_ok=True)
+    refused = asyncio.run(go("C", "finance"))
+    assert refused["ok"] is False and refused["error_type"] == "config"
+    assert "requires sandbox tier A" in refused["error"] and "tier C" in refused["error"]
+    assert asyncio.run(go("C", "sales"))["value"] == 1
+    if "A" in AVAILABLE:
+        assert asyncio.run(go("A", "finance"))["value"] == 1
+
+
+@pytest.mark.parametrize("tier", ISOLATING)
+def test_an_untrusted_sync_handler_with_a_helper_module_runs_sandboxed(world, monkeypatch, tier):
+    monkeypatch.setenv("SKILLYARD_SANDBOX", tier)
+    files = {
+        "handler.py": "import helper\n\ndef run(input):\n    print('noise')\n    return helper.shout(input['text'])\n",
+        "helper.py": "def shout(text):\n    return {'shouted': text.upper()}\n",
+    }
+    folder = write_skill(world / "untrusted", "loud", files=files)
+    for path in (world / "untrusted", folder, *folder.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    envelope = asyncio.run(
+        _run_in({"untrusted_skills_dirs": [world / "untrusted"]}, "loud", {"text": "hi"}, world / "ws")
+    )
+    assert envelope["ok"] is True and envelope["shouted"] == "HI", envelope

@@ -216,6 +216,10 @@ class Catalog:
         skill.tool_names.update(names)
         return skill
 
+    def trusted(self, skill: Skill) -> bool:
+        """Whether the skill's root is trusted (an unknown root is not)."""
+        return any(root.path == skill.root and root.trusted for root in self.roots)
+
     def resolve(self, name: str) -> tuple[Skill, str | None] | None:
         """A skill by name, alias or tool name (``<skill>__<sub>`` restores the subcommand)."""
         if type(name) is not str:

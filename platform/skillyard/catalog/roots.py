@@ -50,12 +50,15 @@ class Root:
 
     ``package`` names the import package whose folder this is (the built-in skills, ``skillyard.builtin_skills``):
     the Python code of its skills is then imported under that package, as everything else imports it.
+    ``trusted`` is the operator's word on the root (docs/sandbox.md): in-process code of an untrusted root never
+    runs in the host process.
     """
 
     path: Path
     rank: int
     source: str
     package: str | None = None
+    trusted: bool = True  # False: its in-process Python skills run in the sandbox, as subprocesses
 
 
 @dataclass(frozen=True)

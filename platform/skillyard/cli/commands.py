@@ -23,7 +23,14 @@ def list_cmd(skills_dirs: tuple[Path, ...], no_builtin: bool, as_json: bool) -> 
     from ..executors.sandbox import skill_tier
 
     yard = open_yard(skills_dirs, not no_builtin)
-    items = [{**describe_entry(e), "sandbox": skill_tier(e.skill, yard.settings.sandbox)} for e in yard.entries]
+    items = [
+        {
+            **describe_entry(e),
+            "trust": "trusted" if yard.catalog.trusted(e.skill) else "untrusted",
+            "sandbox": skill_tier(e.skill, yard.settings.sandbox, yard.catalog.trusted(e.skill)),
+        }
+        for e in yard.entries
+    ]
     for note in yard.catalog.warnings:
         click.echo(f"warning {note}", err=True)
     if as_json:

@@ -87,25 +87,51 @@ def print_table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, err: b
         click.echo(line.rstrip(), err=err)
 
 
+UNTRUSTED_DIRS = "skillyard.untrusted_skills_dirs"  # click context meta: the --untrusted-skills-dir folders
+
+
+def _keep_untrusted(ctx: click.Context, _param: click.Parameter, value: tuple[Path, ...]) -> None:
+    ctx.meta[UNTRUSTED_DIRS] = value
+
+
 def skills_dir_option(
     help: str = "Folder of skills (repeatable); searched before SKILLYARD_SKILLS_PATH.",
 ) -> Callable[[F], F]:
-    """``--skills-dir DIR`` (repeatable), as every command that reads skills spells it."""
-    return click.option(
+    """``--skills-dir DIR`` and ``--untrusted-skills-dir DIR`` (both repeatable), as every command that reads skills
+    spells them. The untrusted folders reach :func:`open_yard` through the click context."""
+    trusted = click.option(
         "--skills-dir",
         "skills_dirs",
         multiple=True,
         type=click.Path(file_okay=False, path_type=Path),
         help=help,
     )
+    untrusted = click.option(
+        "--untrusted-skills-dir",
+        multiple=True,
+        type=click.Path(file_okay=False, path_type=Path),
+        expose_value=False,
+        callback=_keep_untrusted,
+        help="Folder of skills from elsewhere (repeatable): its in-process Python skills run in the sandbox.",
+    )
+
+    def apply(f: F) -> F:
+        return trusted(untrusted(f))
+
+    return apply
 
 
 def open_yard(skills_dirs: Sequence[Path] = (), include_builtin: bool = True) -> SkillYard:
-    """A host over the given roots; a root that is not a folder is a usage error."""
+    """A host over the given roots (and the command's ``--untrusted-skills-dir`` folders); a root that is not a
+    folder is a usage error."""
     from ..yard import SkillYard
 
+    ctx = click.get_current_context(silent=True)
+    untrusted = list(ctx.meta.get(UNTRUSTED_DIRS, ())) if ctx is not None else []
     try:
-        return SkillYard(skills_dirs=list(skills_dirs), include_builtin=include_builtin)
+        return SkillYard(
+            skills_dirs=list(skills_dirs), untrusted_skills_dirs=untrusted, include_builtin=include_builtin
+        )
     except SkillyardError as exc:
         raise click.UsageError(str(exc)) from None
 

@@ -10,7 +10,7 @@ import subprocess
 import click
 
 from ..errors import SkillyardError
-from ..settings import SandboxSettings
+from ..settings import SandboxSettings, Settings
 from .output import print_json, print_table
 
 
@@ -21,7 +21,7 @@ def sandbox_group() -> None:
 
 def _settings() -> SandboxSettings:
     try:
-        return SandboxSettings.from_env()
+        return Settings.from_env().sandbox
     except SkillyardError as exc:
         raise click.UsageError(str(exc)) from None
 

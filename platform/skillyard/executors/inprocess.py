@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..catalog.code import ENTRY_NAMES
 from ..credentials import masked_logger
+from ..envelope import failure
 from ..hookspecs import hookimpl
 from .loader import load_entry_module
 from .sandbox import sandbox_settings
@@ -59,10 +60,32 @@ def _entry(skill: Skill) -> _Entry:
     return found
 
 
+async def _run_untrusted(skill: Skill, input: dict[str, Any], ctx: dict[str, Any], yard: Any) -> Any:
+    """An in-process skill of an untrusted root never runs in the host process: its entry function is called in
+    the sandbox, without ``db``, ``db_factory`` or ``call_skill`` (docs/sandbox.md)."""
+    if skill.code.uses_db:
+        return failure(
+            skill.name,
+            f"skill {skill.name!r} uses the database (ctx['db']), but its root {skill.root} is untrusted: an untrusted "
+            "root's Python code runs in the sandbox, where there is no db, db_factory or call_skill; move the skill "
+            "to a trusted root (--skills-dir) if you trust its author",
+            error_type="config",
+            non_retriable=True,
+        )
+    limits, sandbox = OutputLimits.of(yard), sandbox_settings(yard)
+    entry = not skill.exec.python_cli and skill.code.entry is not None
+    return await run_subprocess(
+        skill, input, ctx, force_python_cli=not entry, limits=limits, sandbox=sandbox, entry=entry
+    )
+
+
 class InProcessExecutor:
     """Calls ``execute``/``run``/``handler``/``main``/``handle``: f(), f(input) or f(input, ctx)."""
 
     async def run(self, skill: Skill, input: dict[str, Any], ctx: dict[str, Any], *, yard: Any) -> Any:
+        catalog = getattr(yard, "catalog", None)
+        if catalog is not None and not catalog.trusted(skill):
+            return await _run_untrusted(skill, input, ctx, yard)
         if skill.exec.python_cli:
             return await run_subprocess(skill, input, ctx, limits=OutputLimits.of(yard), sandbox=sandbox_settings(yard))
         try:

@@ -452,6 +452,20 @@ def limit_failure(skill: str, hit: Mapping[str, Any], stderr_tail: str) -> dict[
     )
 
 
+STRENGTH = {"off": 0, "C": 1, "B": 2, "A": 3}
+
+
+def below_required(tier: str, role: object, settings: SandboxSettings) -> str | None:
+    """Why a run of ``role`` may not run at ``tier`` (``[sandbox.roles.ROLE] required``), or None."""
+    required = settings.roles.get(role) if isinstance(role, str) else None
+    if required is None or STRENGTH[tier] >= STRENGTH[required]:
+        return None
+    return (
+        f"role {role!r} requires sandbox tier {required} or stronger ([sandbox.roles.{role}] required), and this "
+        f"machine runs tier {tier}; make tier {required} available (skillyard sandbox status says what is missing)"
+    )
+
+
 def sandbox_settings(yard: Any) -> SandboxSettings:
     """The host's sandbox settings (the defaults for a host object without settings)."""
     settings = getattr(yard, "settings", None)
@@ -490,10 +504,11 @@ def doctor_checks(yard: Any) -> list[dict[str, Any]]:
     return [{"name": "sandbox", "status": "warn", "detail": detail, "fix": fix}]
 
 
-def skill_tier(skill: Skill, settings: SandboxSettings) -> str | None:
+def skill_tier(skill: Skill, settings: SandboxSettings, trusted: bool = True) -> str | None:
     """The tier a skill's runs get (``list --json`` ``sandbox``): None for skills that run in the host process or
-    over HTTP, which no sandbox wraps."""
+    over HTTP, which no sandbox wraps. An untrusted root's in-process Python runs in the sandbox too."""
     out_of_process = skill.exec.python_cli or skill.exec.type in ("SHELL", "INLINE_SHELL", "NODE", "RUBY", "GO")
+    out_of_process = out_of_process or (not trusted and skill.exec.type == "PYTHON")
     if skill.skill_type != "handler" or not out_of_process:
         return None
     try:

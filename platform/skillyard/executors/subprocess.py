@@ -26,6 +26,7 @@ from ..settings import SandboxSettings
 from .sandbox import (
     OFF_WARNING,
     SandboxUnavailable,
+    below_required,
     limit_failure,
     limit_hit,
     sandbox_settings,
@@ -144,8 +145,13 @@ def go_toolchain_env() -> dict[str, str]:
     return env
 
 
-def command_for(skill: Skill, python_cli: bool = False) -> tuple[list[str], str | None]:
-    """The argv prefix for a skill, and the interpreter binary that must exist."""
+def command_for(skill: Skill, python_cli: bool = False, entry: bool = False) -> tuple[list[str], str | None]:
+    """The argv prefix for a skill, and the interpreter binary that must exist. ``entry``: an in-process skill's
+    entry function, called inside the sandbox by ``sandbox/entry.py``."""
+    if entry:
+        from ..sandbox import ENTRY
+
+        return [sys.executable, str(ENTRY), str(skill.exec.config), skill.code.entry or ""], sys.executable
     kind = "PYTHON" if python_cli or skill.exec.python_cli else (skill.exec.type or "")
     if kind == "INLINE_SHELL":
         return ["bash", "-c", skill.exec.command or "", skill.name], "bash"
@@ -218,13 +224,14 @@ async def run_subprocess(
     force_python_cli: bool = False,
     limits: OutputLimits | None = None,
     sandbox: SandboxSettings | None = None,
+    entry: bool = False,
 ) -> Any:
     """Run the skill's process in the sandbox (``sandbox``: the host's settings; see executors/sandbox.py) and its
     own process group. Every process of the run ends with it: its exit, the wall clock (cancellation), the caller's
     abort signal or too much output on stdout kills whatever it left running."""
     limits = limits or OutputLimits()
     sandbox = sandbox or SandboxSettings()
-    argv, binary = command_for(skill, force_python_cli)
+    argv, binary = command_for(skill, force_python_cli, entry)
     problem = _spec_problem(skill, force_python_cli)
     if problem:
         return failure(
@@ -251,6 +258,15 @@ async def run_subprocess(
             error_type="config",
             non_retriable=True,
             sandbox={"tier": None, "requested": sandbox.mode},
+        )
+    refusal = below_required(tier, ctx.get("role_id"), sandbox)
+    if refusal is not None:
+        return failure(
+            skill.name,
+            f"skill {skill.name!r} cannot run: {refusal}",
+            error_type="config",
+            non_retriable=True,
+            sandbox={"tier": tier},
         )
     cwd = ctx.get("workspace_dir") or None
     if cwd:  # a caller-given workspace may not exist yet; one mkdir is nothing next to a fork and exec
