@@ -27,6 +27,7 @@ DEFAULT_PLUGINS = (
     "skillyard.builtin_skills.datatable.plugin",
     "skillyard.agent.plugin",
     "skillyard.chains.plugin",
+    "skillyard.directory.plugin",
     "skillyard.agent.models.scripted",
     "skillyard.agent.models.openai",
 )

@@ -59,7 +59,7 @@ def read_settings_file(path: Path) -> dict[str, Any]:
     is an error naming the file and the fix."""
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no file, or a home that is no folder (doctor reports that)
         return {}
     except OSError as exc:
         raise SkillyardError(f"{path}: cannot read the settings file ({exc.strerror}); fix its permissions") from None

@@ -20,6 +20,7 @@ from .chains.background import BackgroundQueue
 from .channels.registry import ChannelRegistry
 from .configs.crypto import Cipher, load_keys
 from .configs.store import ConfigStore
+from .directory.directory import Directory
 from .errors import InvalidInput, SkillyardError, UnknownSkill
 from .executors.loader import register_package_root
 from .invoke import pipeline
@@ -86,6 +87,7 @@ class SkillYard:
             self._declared_secret_configs,
         )
         self.runlog = RunLog(self.database)
+        self.directory = Directory(self.database)
         self.attachments = AttachmentStore(self.database, self.settings.home / "attachments")
         self.background = BackgroundQueue(self)
         self.channels = ChannelRegistry.from_plugins(self.pm)

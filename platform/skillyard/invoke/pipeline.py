@@ -154,7 +154,9 @@ async def _context(
     turn: Turn | None,
     live: bool = True,
 ) -> dict[str, Any]:
-    ctx = base_context(given)
+    # The directory fills the fields of the person the run names before the context is typed and an admin's
+    # fill-in is cleared (§4.4 applies after filling; §4.8: the directory is the source of truth).
+    ctx = base_context(await yard.directory.fill(given))
     session = ctx["session_id"] or DEFAULT_SESSION
     check_session_id(session)
     ctx["workspace_dir"] = yard.workspace(session, ctx["workspace_dir"] or None)
