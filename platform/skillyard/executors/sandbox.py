@@ -140,9 +140,9 @@ def tier_for(settings: SandboxSettings) -> str:
 CGROUP_ROOTS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")
 
 
-def pids_cgroup(mark: str, limit: int) -> str | None:
+def pids_cgroup(mark: str, limit: int, joiner: pwd.struct_passwd | None = None) -> str | None:
     """A new cgroup of at most ``limit`` processes for one run, or None where none can be made (no root, no pids
-    controller, a read-only /sys)."""
+    controller, a read-only /sys). ``joiner``: the user whose launcher joins it (it may write ``cgroup.procs``)."""
     for base in CGROUP_ROOTS:
         if not os.path.exists(os.path.join(base, "pids.max")) and not os.path.exists(
             os.path.join(base, "cgroup.procs")
@@ -156,9 +156,11 @@ def pids_cgroup(mark: str, limit: int) -> str | None:
         try:
             with open(os.path.join(folder, "pids.max"), "w") as fh:
                 fh.write(str(limit))
+            if joiner is not None:
+                os.chown(os.path.join(folder, "cgroup.procs"), joiner.pw_uid, joiner.pw_gid)
             return folder
         except OSError:
-            os.rmdir(folder)
+            remove_cgroup(folder)
     return None
 
 
@@ -359,8 +361,10 @@ def wrap(
         if cwd:
             _give_workspace(cwd, user)
     procs = 0 if tier == "B" else _own_processes(os.getuid())
-    cgroup = pids_cgroup(mark, settings.processes) if tier == "C" and found.root else None
-    head = ["--cgroup", cgroup] if cgroup else []  # root ignores RLIMIT_NPROC: a pids cgroup counts instead
+    # On a root host a pids cgroup holds the run: at C because root ignores RLIMIT_NPROC, at B so that every
+    # process of the run is found and killed, whatever it did to its environment and session.
+    cgroup = pids_cgroup(mark, settings.processes, user if tier == "B" else None) if found.root else None
+    head = ["--cgroup", cgroup] if cgroup else []
     command = ["/bin/sh", str(LAUNCHER), *head, *_prlimit(settings, memory, procs), "--", *argv]
     return Wrapped(tier, command, child_env, popen, cwd, settings, mark=mark, scratch=scratch, cgroup=cgroup)
 
@@ -434,6 +438,9 @@ def _bubblewrap(
         args += ["--chdir", cwd]
     if skill.network:
         args.append("--share-net")
+        resolver = os.path.realpath("/etc/resolv.conf")  # often a link into /run (systemd-resolved)
+        if not resolver.startswith("/etc/"):
+            args += ["--ro-bind-try", resolver, resolver]
     inside = {**env, "HOME": "/tmp", "TMPDIR": "/tmp"}
     if skill.exec.type == "GO":
         inside.update(GOCACHE="/tmp/go-build", GOPATH="/tmp/go")
