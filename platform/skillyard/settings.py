@@ -95,7 +95,7 @@ class SandboxSettings:
     processes: int = 256
     memory_mb: int = 2048
     workspace_mb: int = 1024
-
+    tmp_mb: int = 512  # the private /tmp (and /dev/shm) of a tier-A sandbox, held in memory
     roles: Mapping[str, str] = field(default_factory=dict)  # role → the weakest tier its runs accept
 
     @classmethod
@@ -140,6 +140,7 @@ class SandboxSettings:
             processes=whole("processes", cls.processes),
             memory_mb=whole("memory_mb", cls.memory_mb),
             workspace_mb=whole("workspace_mb", cls.workspace_mb),
+            tmp_mb=whole("tmp_mb", cls.tmp_mb),
             roles=roles,
         )
 
@@ -152,6 +153,7 @@ class SandboxSettings:
             "processes": self.processes,
             "memory_mb": self.memory_mb,
             "workspace_mb": self.workspace_mb,
+            "tmp_mb": self.tmp_mb,
         }
 
 

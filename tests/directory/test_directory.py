@@ -183,3 +183,16 @@ def test_cli_link_needs_a_known_person_and_a_real_org(db_env, org):
     result = invoke("directory", "link", "--org", org, "--channel", "telegram", "--account", "1", "--person", "X")
     assert result.exit_code == 2 and "import them first" in result.output
     assert invoke("directory", "show", "--org", "   ").exit_code == 2
+
+
+async def test_a_large_import_is_written_in_batches(yard, org, tmp_path):
+    big = tmp_path / "big.csv"
+    big.write_text("kind,emp_no,name\n" + "".join(f"person,e{i},N{i}\n" for i in range(3000)), encoding="utf-8")
+    await _import(yard, org, big)
+    assert len((await yard.directory.snapshot(org)).people) == 3000
+
+
+@pytest.mark.parametrize("bad", ["-x", "a\nb", "  ", "x" * 201])
+def test_cli_refuses_org_ids_that_are_no_names(db_env, bad):
+    result = invoke("directory", "show", "--org", bad)
+    assert result.exit_code == 2 and "not an organisation id" in result.output

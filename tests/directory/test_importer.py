@@ -78,6 +78,10 @@ def test_json_lines_and_an_update_of_one_field(tmp_path):
         ('{"kind": "person", "emp_no": "E1", "name": ["A"]}\n', "person name: a list; write a text"),
         ("{not json}\n", "line 1: not JSON"),
         ("[1, 2]\n", "line 1: a JSON list, not an object"),
+        ('{"kind": "person", "emp_no": "E1", "name": "A", "name": "B"}\n', "'name' given twice in one object"),
+        ('{"kind": "person", "emp_no": "E1", "name": NaN}\n', "NaN is not a value the directory takes"),
+        ('{"kind": false, "emp_no": "E1", "name": "A"}\n', "kind False is not department, person or account"),
+        ("kind,emp_no,name,name\nperson,E1,A,B\n", "line 1: column(s) 'name' twice"),
         ("[" * 100_000 + "]" * 100_000 + "\n", "line 1: JSON nested too deeply"),
         ("", "line 1: no header row"),
     ],
@@ -116,3 +120,14 @@ def test_a_person_in_an_unknown_department_is_a_warning(tmp_path):
 def test_kind_option_for_a_file_of_one_kind(tmp_path):
     records = read_records(write(tmp_path, "emp_no,name\nE1,A\n"), kind="person")
     assert records[0].kind == "person" and records[0].values["emp_no"] == "E1"
+
+
+def test_a_line_separator_inside_a_json_string_is_one_line(tmp_path):
+    lines = [
+        json.dumps({"kind": "person", "emp_no": "E1", "name": "Jo\u2028hn"}, ensure_ascii=False),
+        json.dumps({"kind": "person", "emp_no": "E2", "name": "B"}),
+        "{broken",
+    ]
+    with pytest.raises(ImportProblems) as caught:
+        read_records(write(tmp_path, "\n".join(lines), "p.jsonl"))
+    assert [p.split(":")[0] for p in caught.value.problems] == ["line 3"]

@@ -588,3 +588,65 @@ def test_a_child_that_clears_its_environment_still_ends_with_the_run(world, monk
     assert value(run(world / "skills", "cleaner", tier, monkeypatch, world / "ws")) == "left"
     time.sleep(2.0)
     assert not flag.exists() and not _processes_naming(str(flag))
+
+
+# Found by a red-team pass ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tier", ALL)
+def test_a_nul_in_a_credential_is_refused_not_split_into_options(world, monkeypatch, tier):
+    """bwrap reads its options NUL-separated: a NUL in a value would add options (--share-net, a bind of /)."""
+    skill(
+        world / "skills",
+        "nul",
+        "shell",
+        'ls /hostroot > /dev/null 2>&1 && echo \'{"value": "escaped"}\' || echo \'{"value": "contained"}\'',
+        "requires:\n  env: [API_TOKEN]\n",
+    )
+    monkeypatch.setenv("SKILLYARD_SANDBOX", tier)
+    token = "x\x00--share-net\x00--ro-bind\x00/\x00/hostroot\x00--setenv\x00Z"
+
+    async def go() -> dict:
+        async with SkillYard(skills_dirs=[world / "skills"], include_builtin=False) as yard:
+            return await yard.run("nul", {}, context={"skill_args": {"API_TOKEN": token}})
+
+    envelope = asyncio.run(go())
+    assert envelope["ok"] is False and "'API_TOKEN' contains a NUL character" in envelope["error"], envelope
+    assert "share-net" not in json.dumps(envelope)
+
+
+@pytest.mark.parametrize("tier", ISOLATING)
+def test_no_setuid_file_survives_a_run(world, monkeypatch, tier):
+    skill(
+        world / "skills",
+        "suid",
+        "shell",
+        'cp /bin/sh ./sh999; chmod 4755 ./sh999; chmod 2755 ./sh999b 2>/dev/null\necho \'{"value": "made"}\'',
+    )
+    envelope = run(world / "skills", "suid", tier, monkeypatch, world / "ws")
+    assert value(envelope) == "made"
+    mode = (world / "ws" / "sh999").stat().st_mode
+    assert not mode & 0o6000, oct(mode)
+
+
+@requires("A")
+def test_tier_a_tmpfs_is_capped_and_the_root_is_read_only(world, monkeypatch):
+    skill(world / "skills", "filler", "shell", "head -c 100000000 /dev/zero > /tmp/f")
+    envelope = run(world / "skills", "filler", "A", monkeypatch, world / "ws", SKILLYARD_SANDBOX_TMP_MB="16")
+    assert envelope["ok"] is False and envelope["sandbox"]["limit"] == "tmp_mb", envelope
+    body = 'ok=""; for d in / /dev /usr /etc; do touch "$d/planted" 2>/dev/null && ok="$ok $d"; done\n'
+    body += 'echo "{\\"value\\": \\"$ok\\"}"'
+    skill(world / "skills", "planter", "shell", body)
+    assert value(run(world / "skills", "planter", "A", monkeypatch, world / "ws")) == ""
+
+
+@requires("B")
+def test_a_tier_b_process_cannot_move_between_run_cgroups(world, monkeypatch):
+    if not _can_make_a_pids_cgroup():
+        pytest.skip("no pids cgroup can be made here")
+    body = (
+        "moved=none; for f in /sys/fs/cgroup/pids/skillyard-*/cgroup.procs /sys/fs/cgroup/skillyard-*/cgroup.procs; do "
+        '[ -e "$f" ] && (echo $$ > "$f") 2>/dev/null && moved=$f; done; echo "{\\"value\\": \\"$moved\\"}"'
+    )
+    skill(world / "skills", "hopper", "shell", body)
+    assert value(run(world / "skills", "hopper", "B", monkeypatch, world / "ws")) == "none"

@@ -40,6 +40,7 @@ FILLED = (
     "actor_id",
 )
 MAX_ORG = 200
+BATCH = 1000  # rows per INSERT: PostgreSQL takes at most 32,767 parameters a statement
 
 
 @dataclass
@@ -50,7 +51,8 @@ class _Org:
 
 
 def check_org(org: object) -> str:
-    if not isinstance(org, str) or not org.strip() or len(org) > MAX_ORG or "\x00" in org:
+    text = org.strip() if isinstance(org, str) else ""
+    if not text or len(text) > MAX_ORG or not text.isprintable() or text.startswith("-"):
         raise SkillyardError(
             f"organisation {org!r} is not an organisation id: pass --org with 1 to {MAX_ORG} characters"
         )
@@ -167,7 +169,7 @@ class Directory:
         async with self._lock:
             sessions = await self._db.session_factory()
             async with sessions() as session, session.begin():
-                if rows["department"]:
+                for chunk in _chunks(rows["department"]):
                     values = [
                         {
                             "org_id": org,
@@ -176,7 +178,7 @@ class Directory:
                             "parent_id": v["parent"],
                             "disabled": v["disabled"],
                         }
-                        for v in rows["department"]
+                        for v in chunk
                     ]
                     stmt = insert(directory_departments).values(values)
                     await session.execute(
@@ -185,16 +187,16 @@ class Directory:
                             set_={c: stmt.excluded[c] for c in ("name", "parent_id", "disabled")},
                         )
                     )
-                if rows["person"]:
-                    stmt = insert(directory_people).values([{"org_id": org, **v} for v in rows["person"]])
-                    columns = [c for c in rows["person"][0] if c != "emp_no"]
+                for chunk in _chunks(rows["person"]):
+                    stmt = insert(directory_people).values([{"org_id": org, **v} for v in chunk])
+                    columns = [c for c in chunk[0] if c != "emp_no"]
                     await session.execute(
                         stmt.on_conflict_do_update(
                             index_elements=["org_id", "emp_no"], set_={c: stmt.excluded[c] for c in columns}
                         )
                     )
-                if rows["account"]:
-                    stmt = insert(directory_accounts).values([{"org_id": org, **v} for v in rows["account"]])
+                for chunk in _chunks(rows["account"]):
+                    stmt = insert(directory_accounts).values([{"org_id": org, **v} for v in chunk])
                     await session.execute(
                         stmt.on_conflict_do_update(
                             index_elements=["org_id", "channel", "account"], set_={"emp_no": stmt.excluded.emp_no}
@@ -221,6 +223,10 @@ class Directory:
             )
         record = Record("account", 0, {"channel": channel.strip(), "account": account.strip(), "emp_no": emp_no})
         await self.apply(org, Plan([Change("add", "account", f"{channel}/{account}", record=record)], []))
+
+
+def _chunks(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    return [rows[i : i + BATCH] for i in range(0, len(rows), BATCH)]
 
 
 def _text(value: object) -> str:

@@ -141,21 +141,36 @@ def _is_json_lines(path: Path, text: str) -> bool:
 
 
 def _json_lines(text: str, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 is valid inside a JSON string
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json.loads(line, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             problems.append(f"line {number}: not JSON ({exc.msg}); write one JSON object a line")
             continue
         except RecursionError:
             problems.append(f"line {number}: JSON nested too deeply; write flat objects")
             continue
+        except ValueError as exc:  # a key given twice, NaN or Infinity
+            problems.append(f"line {number}: {exc}")
+            continue
         if not isinstance(row, dict):
             problems.append(f"line {number}: a JSON {type(row).__name__}, not an object; write one object a line")
             continue
         yield number, row
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise ValueError(f"key(s) {', '.join(map(repr, twice))} given twice in one object; keep one")
+    return dict(pairs)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a value the directory takes; write a number or a text")
 
 
 def _csv_rows(text: str, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -166,6 +181,10 @@ def _csv_rows(text: str, problems: list[str]) -> Iterator[tuple[int, dict[str, A
         problems.append("line 1: no header row; start the file with the column names")
         return
     header = [h.strip() for h in header]
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if twice:
+        problems.append(f"line 1: column(s) {', '.join(map(repr, twice))} twice; keep one of each")
+        return
     known = {"kind", *(f for fields in FIELDS.values() for f in fields)}
     unknown = [h for h in header if h not in known]
     if unknown:
@@ -196,7 +215,7 @@ def _kind(value: object, line: int) -> str:
 
 
 def _record(line: int, row: dict[str, Any], default: str | None, problems: list[str]) -> Record | None:
-    raw_kind = row.pop("kind", None) or default
+    raw_kind = row.pop("kind") if "kind" in row else default
     if raw_kind is None:
         problems.append(f"line {line}: no kind; add a kind column (department, person or account) or pass --kind")
         return None

@@ -15,6 +15,7 @@ import pwd
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -140,9 +141,10 @@ def tier_for(settings: SandboxSettings) -> str:
 CGROUP_ROOTS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")
 
 
-def pids_cgroup(mark: str, limit: int, joiner: pwd.struct_passwd | None = None) -> str | None:
+def pids_cgroup(mark: str, limit: int) -> str | None:
     """A new cgroup of at most ``limit`` processes for one run, or None where none can be made (no root, no pids
-    controller, a read-only /sys). ``joiner``: the user whose launcher joins it (it may write ``cgroup.procs``)."""
+    controller, a read-only /sys). Root's: the launcher joins it before it drops to the sandbox user, who can then
+    move no process into or out of any run's cgroup."""
     for base in CGROUP_ROOTS:
         if not os.path.exists(os.path.join(base, "pids.max")) and not os.path.exists(
             os.path.join(base, "cgroup.procs")
@@ -156,8 +158,6 @@ def pids_cgroup(mark: str, limit: int, joiner: pwd.struct_passwd | None = None) 
         try:
             with open(os.path.join(folder, "pids.max"), "w") as fh:
                 fh.write(str(limit))
-            if joiner is not None:
-                os.chown(os.path.join(folder, "cgroup.procs"), joiner.pw_uid, joiner.pw_gid)
             return folder
         except OSError:
             remove_cgroup(folder)
@@ -272,25 +272,35 @@ class Wrapped:
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
         if self.workspace and self.tier != "off":
-            size = workspace_bytes(self.workspace, self.settings.workspace_mb * 1024 * 1024 + 1)
+            size = sweep_workspace(self.workspace)
             if size > self.settings.workspace_mb * 1024 * 1024:
                 return {"limit": "workspace_mb", "value": self.settings.workspace_mb, "tier": self.tier}
         return None
 
 
-def workspace_bytes(folder: str, stop_after: int) -> int:
-    """The size of the files under ``folder``, counting no further than ``stop_after`` (a bounded walk)."""
+MAX_SWEPT = 1_000_000  # workspace entries looked at after a run
+
+
+def sweep_workspace(folder: str) -> int:
+    """After a run: the size of the files under ``folder`` (blocks, links not followed), and no file left setuid or
+    setgid (a sandboxed user's setuid copy of a shell would give that user to anyone on the host). Bounded by
+    :data:`MAX_SWEPT` entries."""
     total = 0
+    seen = 0
     pending = [folder]
-    while pending and total < stop_after:
+    while pending and seen < MAX_SWEPT:
         try:
             with os.scandir(pending.pop()) as it:
                 for entry in it:
+                    seen += 1
                     with contextlib.suppress(OSError):
                         if entry.is_dir(follow_symlinks=False):
                             pending.append(entry.path)
                         elif entry.is_file(follow_symlinks=False):
-                            total += entry.stat(follow_symlinks=False).st_blocks * 512
+                            st = entry.stat(follow_symlinks=False)
+                            total += st.st_blocks * 512
+                            if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+                                os.chmod(entry.path, stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
         except OSError:
             continue
     return total
@@ -354,7 +364,6 @@ def wrap(
                     f"at tier B the sandbox user {user.pw_name!r} cannot reach {folder} (a folder above it is closed "
                     "to other users); make the skill root and the workspaces readable for it, or use tier A"
                 )
-        popen.update(user=user.pw_uid, group=user.pw_gid, extra_groups=[])
         scratch = tempfile.mkdtemp(prefix="skillyard-sandbox-")
         os.chown(scratch, user.pw_uid, user.pw_gid)
         child_env.update(HOME=scratch, TMPDIR=scratch)
@@ -363,8 +372,11 @@ def wrap(
     procs = 0 if tier == "B" else _own_processes(os.getuid())
     # On a root host a pids cgroup holds the run: at C because root ignores RLIMIT_NPROC, at B so that every
     # process of the run is found and killed, whatever it did to its environment and session.
-    cgroup = pids_cgroup(mark, settings.processes, user if tier == "B" else None) if found.root else None
+    cgroup = pids_cgroup(mark, settings.processes) if found.root else None
     head = ["--cgroup", cgroup] if cgroup else []
+    if tier == "B":  # the launcher joins the cgroup as root, then drops to the user: no cgroup is ever the user's
+        assert user is not None
+        head += ["--user", str(user.pw_uid), str(user.pw_gid)]
     command = ["/bin/sh", str(LAUNCHER), *head, *_prlimit(settings, memory, procs), "--", *argv]
     return Wrapped(tier, command, child_env, popen, cwd, settings, mark=mark, scratch=scratch, cgroup=cgroup)
 
@@ -416,7 +428,9 @@ def _bubblewrap(
     needs is closed to that user (under ``/root``), through ``sandbox/stage.sh``, which binds those folders where
     the user can reach them and then drops to it; an ordinary host runs it as itself."""
     assert found.bwrap is not None
-    args = [*_fixed_profile(), *_system_links()]
+    size = str(settings.tmp_mb * 1024 * 1024)
+    args = [*_fixed_profile(), *_system_links(), "--size", size, "--tmpfs", "/tmp"]
+    args += ["--size", size, "--tmpfs", "/dev/shm"]
     sources: list[str] = []  # folders the sandbox user cannot reach by their path: staged first
     stage: str | None = None
 
@@ -446,6 +460,7 @@ def _bubblewrap(
         inside.update(GOCACHE="/tmp/go-build", GOPATH="/tmp/go")
     for name, value in inside.items():
         args += ["--setenv", name, value]
+    args += ["--remount-ro", "/dev", "--remount-ro", "/"]  # after every mount point was made
     fd = os.memfd_create("skillyard-bwrap-args")  # options (with the environment) never reach the process list
     os.write(fd, b"\0".join(a.encode("utf-8", "surrogateescape") for a in args) + b"\0")
     os.lseek(fd, 0, os.SEEK_SET)
@@ -472,6 +487,7 @@ LIMITS = {
     "processes": ("processes", "processes", "SKILLYARD_SANDBOX_PROCESSES"),
     "memory_mb": ("memory", "MB", "SKILLYARD_SANDBOX_MEMORY_MB"),
     "workspace_mb": ("workspace size", "MB", "SKILLYARD_SANDBOX_WORKSPACE_MB"),
+    "tmp_mb": ("private /tmp size", "MB", "SKILLYARD_SANDBOX_TMP_MB"),
 }
 #: What a program prints when an rlimit refused it something (the signal says it for CPU time and file size).
 _SYMPTOMS = (
@@ -489,6 +505,7 @@ _SYMPTOMS = (
     ),
     ("open_files", ("Too many open files",)),
     ("processes", ("Resource temporarily unavailable", "BlockingIOError", "fork: retry")),
+    ("tmp_mb", ("No space left on device",)),
 )
 OFF_WARNING = "SKILLYARD_SANDBOX=off: this skill ran without a sandbox (development only)"
 

@@ -275,6 +275,15 @@ async def run_subprocess(
     public, secret_env = split_secret_params(skill, input)
     seen = {**ctx, "skill_config": {"sandbox": {"tier": tier, "network": skill.network, **sandbox.limits()}}}
     env = child_env(skill, public, seen, secret_env)
+    nul = _nul_in(public, env)
+    if nul is not None:  # the system cuts strings at NUL: a value holding one would be read as several arguments
+        return failure(
+            skill.name,
+            f"skill {skill.name!r} cannot run: {nul} contains a NUL character, which no process argument or "
+            "environment variable can hold; remove it",
+            error_type="recoverable",
+            non_retriable=True,
+        )
     try:
         wrapped = wrap(skill, tier, [*argv, *input_argv(public)], env, cwd, sandbox, force_python_cli)
     except SandboxUnavailable as exc:
@@ -372,6 +381,17 @@ async def run_subprocess(
     if tier == "off" and isinstance(result, dict):
         add_warning(result, OFF_WARNING)
     return result
+
+
+def _nul_in(public: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+    """Which input field or environment variable holds a NUL (named, never shown: it may be a credential)."""
+    for key, value in public.items():
+        if "\\u0000" in json.dumps(value, default=str) or "\x00" in key:
+            return f"input field {key!r}"
+    for name, value in env.items():
+        if "\x00" in name or "\x00" in value:
+            return f"the environment variable {name!r}"
+    return None
 
 
 _GO_EXIT_STATUS = re.compile(r"(?:\A|\n)exit status (\d+)\n?\Z")  # go run's own last stderr line
