@@ -56,7 +56,7 @@ def check_org(org: object) -> str:
         raise SkillyardError(
             f"organisation {org!r} is not an organisation id: pass --org with 1 to {MAX_ORG} characters"
         )
-    return org.strip()
+    return text
 
 
 class Directory:
