@@ -650,3 +650,20 @@ def test_a_tier_b_process_cannot_move_between_run_cgroups(world, monkeypatch):
     )
     skill(world / "skills", "hopper", "shell", body)
     assert value(run(world / "skills", "hopper", "B", monkeypatch, world / "ws")) == "none"
+
+
+@requires("B")
+def test_auto_runs_a_skill_tier_b_cannot_reach_at_c_with_a_warning(tmp_path, monkeypatch):
+    """On a machine without tier A (faked here), auto means the best tier that can run the skill: a skill in a
+    folder closed to the sandbox user runs at C and says why; naming B makes the same run fail."""
+    from skillyard.executors import sandbox
+
+    real = sandbox.machine(SandboxSettings().user)
+    without_a = sandbox.Machine(real.bwrap, real.user, real.root, ("B", "C"), {"A": "faked away by the test"})
+    monkeypatch.setattr(sandbox, "machine", lambda *_: without_a)
+    closed = tmp_path / "closed"  # pytest's temporary folders are 0700: closed to the sandbox user
+    skill(closed, "hello", "shell", "echo '{\"value\": 1}'")
+    envelope = run(closed, "hello", "auto", monkeypatch, tmp_path / "ws")
+    assert envelope["value"] == 1 and any("ran at sandbox tier C, not B" in w for w in envelope["warnings"])
+    named = run(closed, "hello", "B", monkeypatch, tmp_path / "ws")
+    assert named["ok"] is False and named["error_type"] == "config" and "cannot reach" in named["error"]

@@ -381,6 +381,22 @@ def wrap(
     return Wrapped(tier, command, child_env, popen, cwd, settings, mark=mark, scratch=scratch, cgroup=cgroup)
 
 
+def fit_tier(tier: str, skill: Skill, cwd: str | None, settings: SandboxSettings) -> tuple[str, str | None]:
+    """``auto`` means the best tier that can run this skill: tier B needs the sandbox user to reach the skill and the
+    workspace, so auto runs a skill it cannot reach at tier C, with a warning saying why. A tier named in
+    ``SKILLYARD_SANDBOX`` is never lowered (the run fails instead)."""
+    user = machine(settings.user).user
+    if tier != "B" or settings.mode != "auto" or user is None:
+        return tier, None
+    closed = next((f for f in (str(skill.dir), *([cwd] if cwd else [])) if not _reachable(f, user)), None)
+    if closed is None:
+        return tier, None
+    return "C", (
+        f"ran at sandbox tier C, not B: the sandbox user {user.pw_name!r} cannot reach {closed}; make the folders "
+        "above it readable for other users, or make tier A available (skillyard sandbox status)"
+    )
+
+
 def _reachable(folder: str, user: pwd.struct_passwd) -> bool:
     """Whether ``user`` may enter ``folder`` (search permission on it and on every folder above)."""
     path = os.path.realpath(folder)

@@ -27,6 +27,7 @@ from .sandbox import (
     OFF_WARNING,
     SandboxUnavailable,
     below_required,
+    fit_tier,
     limit_failure,
     limit_hit,
     sandbox_settings,
@@ -259,6 +260,12 @@ async def run_subprocess(
             non_retriable=True,
             sandbox={"tier": None, "requested": sandbox.mode},
         )
+    cwd = ctx.get("workspace_dir") or None
+    if cwd:  # a caller-given workspace may not exist yet; one mkdir is nothing next to a fork and exec
+        os.makedirs(cwd, exist_ok=True)
+        cwd = os.path.realpath(cwd)  # bound at its real path in the sandbox, so paths in input and output hold
+    public, secret_env = split_secret_params(skill, input)
+    tier, lowered = fit_tier(tier, skill, cwd, sandbox)
     refusal = below_required(tier, ctx.get("role_id"), sandbox)
     if refusal is not None:
         return failure(
@@ -268,11 +275,6 @@ async def run_subprocess(
             non_retriable=True,
             sandbox={"tier": tier},
         )
-    cwd = ctx.get("workspace_dir") or None
-    if cwd:  # a caller-given workspace may not exist yet; one mkdir is nothing next to a fork and exec
-        os.makedirs(cwd, exist_ok=True)
-        cwd = os.path.realpath(cwd)  # bound at its real path in the sandbox, so paths in input and output hold
-    public, secret_env = split_secret_params(skill, input)
     seen = {**ctx, "skill_config": {"sandbox": {"tier": tier, "network": skill.network, **sandbox.limits()}}}
     env = child_env(skill, public, seen, secret_env)
     nul = _nul_in(public, env)
@@ -380,6 +382,8 @@ async def run_subprocess(
     result = parse_stdout(out_text, cwd)
     if tier == "off" and isinstance(result, dict):
         add_warning(result, OFF_WARNING)
+    if lowered is not None and isinstance(result, dict):
+        add_warning(result, lowered)
     return result
 
 
