@@ -131,9 +131,13 @@ class SandboxSettings:
             for role, spec in roles_table.items()
         }
         user = os.environ.get("SKILLYARD_SANDBOX_USER", "").strip() or table.get("user", DEFAULT_SANDBOX_USER)
+        if not isinstance(user, str) or not user.strip():
+            raise SkillyardError(
+                f'{path}: [sandbox] user = {user!r} is invalid; write a user name, e.g. user = "{DEFAULT_SANDBOX_USER}"'
+            )
         return cls(
             mode=tier(mode or table.get("tier", "auto"), "SKILLYARD_SANDBOX" if mode else f"{path}: [sandbox] tier"),
-            user=str(user),
+            user=user.strip(),
             cpu_s=whole("cpu_s", cls.cpu_s),
             file_mb=whole("file_mb", cls.file_mb),
             open_files=whole("open_files", cls.open_files),

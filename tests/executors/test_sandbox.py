@@ -511,6 +511,7 @@ def test_settings_file_marks_roots_untrusted_and_list_shows_trust(world, monkeyp
         ('[sandbox]\ntier = "Z"\n', "is not a sandbox tier"),
         ("[sandbox]\ncpu_s = 0\n", "[sandbox] cpu_s = 0 is invalid"),
         ('[sandbox.roles.finance]\nrequired = "off"\n', "use one of A, B, C"),
+        ("[sandbox]\nuser = 5\n", "[sandbox] user = 5 is invalid"),
         ("[sandbox\n", "invalid TOML"),
     ],
 )

@@ -11,7 +11,6 @@ import logging
 import math
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -19,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SkillyardError
+from ..settings import SETTINGS_FILE, read_settings_file
 
 log = logging.getLogger("skillyard.agent.settings")
 
-SETTINGS_FILE = "settings.toml"
 DEFAULT_PLATFORM_HIDDEN = frozenset({"passportId", "clientId", "sessionType", "adminUser", "adminCompany"})
 DEFAULT_RECONFIRM_AFTER = timedelta(hours=24)
 DEFAULT_DELEGATE_MAX_DEPTH = 2
@@ -172,19 +171,9 @@ def _first(*values: Any) -> Any:
 def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """The ``[agent]`` table (without ``model``) and the ``[agent.model]`` table; empty when absent."""
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return {}, {}
-    except OSError as exc:
-        raise AgentSettingsError(
-            f"{path}: cannot read the settings file ({exc.strerror}); fix its permissions"
-        ) from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise AgentSettingsError(f"{path}: not UTF-8 text; save the settings file as UTF-8") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise AgentSettingsError(f"{path}: invalid TOML ({exc}); fix the syntax at that position") from None
+        data = read_settings_file(path)
+    except SkillyardError as exc:  # the same messages, as the agent's own error type
+        raise AgentSettingsError(str(exc)) from None
     agent = data.get("agent", {})
     if not isinstance(agent, dict):
         raise AgentSettingsError(f"{path}: 'agent' must be a table; write the agent settings under an [agent] header")

@@ -10,7 +10,7 @@ import subprocess
 import click
 
 from ..errors import SkillyardError
-from ..settings import SandboxSettings, Settings
+from ..settings import SANDBOX_TIERS, SandboxSettings, Settings
 from .output import print_json, print_table
 
 
@@ -30,14 +30,14 @@ def _settings() -> SandboxSettings:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status_cmd(as_json: bool) -> None:
     """Which tier runs get, which tiers this machine offers and why the others are missing."""
-    from ..executors.sandbox import PROMISES, TIERS, describe, machine
+    from ..executors.sandbox import PROMISES, describe, machine
 
     settings = _settings()
     found = machine(settings.user)
     info = describe(settings)
     info["tiers"] = {
         tier: {"available": tier in found.available, "promise": PROMISES[tier], "missing": found.reasons.get(tier)}
-        for tier in TIERS
+        for tier in SANDBOX_TIERS
     }
     info["user"] = settings.user
     if as_json:

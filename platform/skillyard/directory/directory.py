@@ -25,20 +25,6 @@ from .paths import Department, path_for
 if TYPE_CHECKING:
     from ..storage.database import Database
 
-#: The fixed context fields (§4.2) the directory owns, from a person's record.
-FILLED = (
-    "actor_name",
-    "actor_emp_no",
-    "actor_department",
-    "actor_department_path",
-    "actor_position",
-    "actor_title",
-    "actor_phone",
-    "actor_email",
-    "actor_tags",
-    "actor_key",
-    "actor_id",
-)
 MAX_ORG = 200
 BATCH = 1000  # rows per INSERT: PostgreSQL takes at most 32,767 parameters a statement
 
@@ -133,14 +119,14 @@ class Directory:
             "actor_id": record["actor_id"],
         }
 
-    async def fill(self, given: Mapping[str, Any]) -> dict[str, Any]:
+    async def fill(self, given: Mapping[str, Any]) -> Mapping[str, Any]:
         """The caller's context with the directory's fields of the person it names (§4.8: the directory wins);
         unchanged when it names nobody, when the person is not found, or when the lookup fails."""
         actor_key = _text(given.get("actor_key"))
         emp_no = _text(given.get("actor_emp_no"))
         account = _text(given.get("channel_account"))
         if not (actor_key or emp_no or account) or not self._db.exists:
-            return dict(given)  # names nobody, or no database holds a directory: nothing to look up
+            return given  # names nobody, or no database holds a directory: nothing to look up (and nothing copied)
         try:
             found = await self.person(
                 identity_org_id(given),
@@ -151,7 +137,7 @@ class Directory:
             )
         except SkillyardError:
             found = None
-        return {**given, **found} if found else dict(given)
+        return {**given, **found} if found else given
 
     # writing --------------------------------------------------------------------------------------------------
     async def plan_import(self, org: str, path: Path, kind: str | None = None) -> Plan:

@@ -29,13 +29,11 @@ from typing import TYPE_CHECKING, Any
 from ..envelope import failure
 from ..errors import SkillyardError
 from ..hookspecs import hookimpl
-from ..settings import DEFAULT_SANDBOX_USER, SandboxSettings
+from ..settings import DEFAULT_SANDBOX_USER, SANDBOX_TIERS, SandboxSettings
 
 if TYPE_CHECKING:
     from ..catalog.skill import Skill
 
-TIERS = ("A", "B", "C")
-DEFAULT_USER = DEFAULT_SANDBOX_USER
 RUN_MARK = "SKILL_RUN_ID"  # marks a run's processes, so the host finds the ones that left its process group
 MAX_KILL_ROUNDS = 50
 #: What each tier promises (docs/sandbox.md), said in doctor and in failures.
@@ -106,7 +104,7 @@ def find_bwrap() -> str | None:
 
 
 @lru_cache(maxsize=4)
-def machine(user_name: str = DEFAULT_USER) -> Machine:
+def machine(user_name: str = DEFAULT_SANDBOX_USER) -> Machine:
     """Probe the tiers (one bubblewrap start, a few milliseconds), once per process and sandbox user."""
     root = os.geteuid() == 0
     user = _user(user_name) if root else None
@@ -587,7 +585,7 @@ def describe(settings: SandboxSettings) -> dict[str, Any]:
 def doctor_checks(yard: Any) -> list[dict[str, Any]]:
     settings = yard.settings.sandbox
     found = machine(settings.user)
-    missing = "; ".join(f"{t}: {found.reasons[t]}" for t in TIERS if t not in found.available)
+    missing = "; ".join(f"{t}: {found.reasons[t]}" for t in SANDBOX_TIERS if t not in found.available)
     try:
         tier = tier_for(settings)
     except SandboxUnavailable as exc:
@@ -609,7 +607,9 @@ def doctor_checks(yard: Any) -> list[dict[str, Any]]:
 def skill_tier(skill: Skill, settings: SandboxSettings, trusted: bool = True) -> str | None:
     """The tier a skill's runs get (``list --json`` ``sandbox``): None for skills that run in the host process or
     over HTTP, which no sandbox wraps. An untrusted root's in-process Python runs in the sandbox too."""
-    out_of_process = skill.exec.python_cli or skill.exec.type in ("SHELL", "INLINE_SHELL", "NODE", "RUBY", "GO")
+    from ..catalog.skill import SUBPROCESS_TYPES  # here: this plugin module is imported by `skillyard --help`
+
+    out_of_process = skill.exec.python_cli or skill.exec.type in SUBPROCESS_TYPES
     out_of_process = out_of_process or (not trusted and skill.exec.type == "PYTHON")
     if skill.skill_type != "handler" or not out_of_process:
         return None
