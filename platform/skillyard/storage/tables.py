@@ -8,7 +8,11 @@ from sqlalchemy import (
     Column,
     DateTime,
     Float,
+    ForeignKey,
+    Identity,
+    Integer,
     MetaData,
+    SmallInteger,
     String,
     Table,
     Text,
@@ -104,4 +108,51 @@ directory_accounts = Table(
     Column("channel", String(100), primary_key=True),
     Column("account", String(300), primary_key=True),
     Column("emp_no", String(200), nullable=False),
+)
+
+# Agents stored in the database (contract spec §1.1; docs/agents.md "Agents in the database").
+agent_profile = Table(
+    "agent_profile",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("agent_code", String(200), nullable=False, unique=True),
+    Column("agent_name", Text, nullable=False, default=""),
+    Column("identity_desc", Text, nullable=False, default=""),
+    Column("mission_desc", Text, nullable=False, default=""),
+    Column("boundary_desc", Text, nullable=False, default=""),
+    Column("style_desc", Text, nullable=False, default=""),
+    Column("principle_desc", Text, nullable=False, default=""),
+    Column("status", String(20), nullable=False, default="ACTIVE"),
+    Column("updated_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+)
+
+skill_profile = Table(
+    "skill_profile",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("skill_key", String(200), nullable=False, unique=True),
+    Column("skill_name", Text, nullable=False, default=""),
+    Column("semantic_desc", Text, nullable=False, default=""),
+    Column("skill_manual", Text, nullable=False, default=""),
+    Column("skill_contract", Text, nullable=False, default=""),  # the contract as JSON text (§16 rule 1)
+    Column("status", String(20), nullable=False, default="ACTIVE"),
+    Column("updated_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+)
+
+agent_skill_binding = Table(
+    "agent_skill_binding",
+    metadata,
+    Column("agent_id", BigInteger, ForeignKey("skillyard.agent_profile.id", ondelete="CASCADE"), primary_key=True),
+    Column("skill_id", BigInteger, ForeignKey("skillyard.skill_profile.id", ondelete="CASCADE"), primary_key=True),
+    Column("enabled_flag", SmallInteger, nullable=False, default=1),
+    Column("sort_order", Integer, nullable=False, default=0),  # the order of AGENT.md skills:
+)
+
+skill_tool_binding = Table(
+    "skill_tool_binding",
+    metadata,
+    Column("skill_id", BigInteger, ForeignKey("skillyard.skill_profile.id", ondelete="CASCADE"), primary_key=True),
+    Column("tool_name", String(200), primary_key=True),
+    Column("enabled_flag", SmallInteger, nullable=False, default=1),
+    Column("sort_order", Integer, nullable=False, default=0),  # the order of SKILL.md tools:
 )
