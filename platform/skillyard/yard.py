@@ -37,6 +37,7 @@ from .storage.database import Database
 from .storage.runlog import RunLog
 
 if TYPE_CHECKING:
+    from .agent.router import AgentRouter
     from .agent.runner import Agent
     from .chains.engine import ChainEngine
 
@@ -376,6 +377,19 @@ class SkillYard:
         from .agent.entry import open_agent
 
         return await open_agent(self, agent_dir, model=model)
+
+    async def agent_from_db(self, agent_code: str, *, model: Any = None) -> Agent:
+        """Load an agent stored in the database (``skillyard agent import``) and bind it to a model."""
+        from .agent.entry import open_stored_agent
+
+        return await open_stored_agent(self, agent_code, model=model)
+
+    async def agents(self, agents_dir: str | os.PathLike[str], *, model: Any = None) -> AgentRouter:
+        """Load every agent folder under ``agents_dir`` behind a router (§1.2): ``send`` routes a new session to
+        one agent by its mission, and the session stays with it."""
+        from .agent.entry import open_router
+
+        return await open_router(self, agents_dir, model=model)
 
     async def run_nested(
         self, name: str, input: Mapping[str, Any], context: Mapping[str, Any], depth: int

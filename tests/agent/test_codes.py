@@ -61,6 +61,9 @@ FINISH_CODES = {
     "FINISH_NEED_BUSINESS": "42255",
 }
 
+#: skillyard's own codes beyond §17 (orchestration requirements P0).
+OWN_CODES = {"TOOL_SCHEMA_CHANGED": "42262"}
+
 
 @needs_db
 def test_the_codes_are_the_spec_codes() -> None:
@@ -100,9 +103,9 @@ def test_the_codes_are_the_spec_codes() -> None:
 
 def test_every_spec_error_code_is_defined():
     assert len(SPEC_CODES) == 34
-    for name, number in {**SPEC_CODES, **FINISH_CODES}.items():
+    for name, number in {**SPEC_CODES, **FINISH_CODES, **OWN_CODES}.items():
         assert ErrorCode[name] == f"agent_runtime.{number}", name
-    assert {c.name for c in ErrorCode} == set(SPEC_CODES) | set(FINISH_CODES)
+    assert {c.name for c in ErrorCode} == set(SPEC_CODES) | set(FINISH_CODES) | set(OWN_CODES)
     assert ErrorCode.TOOL_BUSINESS_FAILED == "agent_runtime.40004"
 
 

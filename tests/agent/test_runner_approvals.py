@@ -108,12 +108,16 @@ async def test_an_expired_approval_needs_a_fresh_confirmation(notes_agent: Notes
     assert done.status == "DONE" and len(notes_agent.calls("saveNote")) == 1
 
 
-async def test_write_contract_incomplete_when_the_gated_tool_is_no_longer_a_write(notes_agent: NotesAgent):
+async def test_a_republished_contract_does_not_reach_a_task_gated_under_the_old_one(notes_agent: NotesAgent):
+    """Orchestration P0: the agent is republished while a write waits (saveNote is no longer a WRITE tool); the open
+    task keeps its pinned contract (the write still needs approval), a new task runs with the new one. (A gated tool
+    that is not a write of the node's contract, WRITE_CONTRACT_INCOMPLETE, is tested on a node context.)"""
     script = notes_agent.script(
         call("saveNote", {"title": "季度总结"}),
         say("稍等"),
         call("builtin_node_approval", {"summary": "保存", "toolName": "saveNote"}),
-        say("契约变了"),
+        call("saveNote", {"title": "新任务"}),
+        call("builtin_node_finish", {"output": "存好了"}),
     )
     async with SkillYard() as yard:
         agent = await yard.agent(notes_agent.dir, model=script)
@@ -125,9 +129,14 @@ async def test_write_contract_incomplete_when_the_gated_tool_is_no_longer_a_writ
     notes_agent.contract(read_only)  # the agent was republished: saveNote is no longer a WRITE tool
     async with SkillYard() as yard:
         agent = await yard.agent(notes_agent.dir, model=script)
-        refused = await agent.send(notes_agent.sid("wci"), "继续", identity=IDENTITY)
-    assert codes(refused) == ["agent_runtime.42206"] and refused.status == "RUNNING"
-    assert notes_agent.calls() == []
+        asked = await agent.send(notes_agent.sid("wci"), "继续", identity=IDENTITY)
+        assert codes(asked) == [None] and asked.status == "SUSPENDED" and asked.checkpoint["type"] == "APPROVAL"
+        assert notes_agent.calls() == []
+        await agent.resume(notes_agent.sid("wci"), "CANCEL")
+        fresh = await agent.send(notes_agent.sid("wci"), "再存一条：新任务", identity=IDENTITY)
+    assert fresh.binding["skills"]["notes.keeper"] != gated.binding["skills"]["notes.keeper"]
+    assert codes(fresh) == [None, None] and fresh.status == "DONE"  # the new contract: a read, no approval
+    assert [c["input"]["title"] for c in notes_agent.calls("saveNote")] == ["新任务"]
 
 
 @pytest.mark.parametrize(("hours", "runs"), [(25, False), (23, True)])
@@ -194,9 +203,10 @@ async def test_a_gated_write_and_the_users_words_survive_a_restart(memo_agent: M
 
 
 @pytest.mark.spec("§14.1")
-async def test_confirm_after_the_contract_changed_the_summary_asks_again(memo_agent: MemoAgent):
-    """§14.1 step 3 / issue: CONFIRM after the bound arguments or their summary changed runs nothing and raises a
-    new APPROVAL (here a new process loads a contract whose label of the argument changed)."""
+async def test_confirm_after_the_contract_changed_on_disk_runs_the_pinned_approval(memo_agent: MemoAgent):
+    """Orchestration P0: a new process loads a contract whose argument label changed while the write waited for
+    approval; the task's pinned contract is used, so the summary the user approved is still the summary and CONFIRM
+    runs the write once."""
     script = memo_agent.script(
         call("sendMemo", {"text": "开会"}),
         call("builtin_node_approval", {"summary": "发", "toolName": "sendMemo"}),
@@ -209,11 +219,9 @@ async def test_confirm_after_the_contract_changed_the_summary_asks_again(memo_ag
     memo_agent.contract(changed(lambda c: c["tools"]["sendMemo"]["args"]["text"].update(label="正文")))
     async with SkillYard() as yard:
         agent = await yard.agent(memo_agent.dir, model=script)
-        again = await agent.resume(memo_agent.sid("relabel"), "CONFIRM")
-        assert again.status == "SUSPENDED" and again.checkpoint and "正文：开会" in again.checkpoint["question"]
-        assert memo_agent.calls() == []
         done = await agent.resume(memo_agent.sid("relabel"), "CONFIRM")
     assert done.status == "DONE" and len(memo_agent.calls("sendMemo")) == 1
+    assert done.binding == first.binding
 
 
 async def test_cancel_at_approval_says_which_write_was_not_done(memo_agent: MemoAgent):
@@ -279,9 +287,10 @@ async def test_confirm_after_a_session_value_changed_runs_nothing_and_asks_again
 
 
 @pytest.mark.spec("§14.1")
-async def test_confirm_after_a_const_argument_changed_in_a_new_process_asks_again(docs_agent: DocsAgent):
-    """§14.1 step 3 "校验参数摘要未变": a new process loads a contract whose `const` for an argument changed between
-    the approval and the CONFIRM; the bound arguments differ → nothing runs, a new APPROVAL shows the new value."""
+async def test_a_const_changed_on_disk_during_approval_keeps_the_approved_value(docs_agent: DocsAgent):
+    """§14.1 step 3 with orchestration P0: a new process loads a contract whose `const` changed between the approval
+    and the CONFIRM; the task runs its pinned contract, so the write executes with the approved 类型：草稿, never with
+    a value the user did not see."""
     sid = docs_agent.sid("const")
     docs_agent.contract(
         docs_kit.changed(lambda c: c["tools"]["saveDoc"]["args"].update(kind={"const": "草稿", "label": "类型"}))
@@ -296,9 +305,8 @@ async def test_confirm_after_a_const_argument_changed_in_a_new_process_asks_agai
     )
     async with SkillYard() as yard:
         agent = await yard.agent(docs_agent.dir, model=script)
-        again = await agent.resume(sid, "CONFIRM")
-    assert docs_agent.calls() == [], "an approval of 类型：草稿 executed a write with 类型：正式"
-    assert again.status == "SUSPENDED" and again.checkpoint and "类型：正式" in again.checkpoint["question"]
+        await agent.resume(sid, "CONFIRM")
+    assert [c["input"]["kind"] for c in docs_agent.calls("saveDoc")] == ["草稿"]
 
 
 @pytest.mark.spec("§5.2")

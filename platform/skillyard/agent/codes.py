@@ -42,6 +42,8 @@ class ErrorCode(StrEnum):
     DELEGATE_FORBIDDEN = "agent_runtime.42237"
     DELEGATE_REPEATED = "agent_runtime.42239"
     PROVIDER_UNAVAILABLE = "agent_runtime.42212"
+    #: skillyard's own (not in §17): a pinned task's call the tool's current schema rejects (orchestration P0).
+    TOOL_SCHEMA_CHANGED = "agent_runtime.42262"
     # §10.2 finish gates, in the order they are checked
     FINISH_MISSING_OUTPUT = "agent_runtime.42250"
     FINISH_OPEN_EVIDENCE = "agent_runtime.42251"

@@ -10,6 +10,7 @@ memory for unit tests; the PostgreSQL store (store.py) is the real one.
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from ..yard import SkillYard
     from .contract import ToolContract
     from .loader import ContractSkill
+
+log = logging.getLogger("skillyard.agent")
 
 #: The progress label of a tool whose contract has none (§4: the MCP title comes next, and skills have none).
 TOOL_LABEL_FALLBACK = "正在处理"
@@ -96,6 +99,10 @@ class NodeContext:
     #: Runs a skill_md business tool as an isolated sub-agent; passed in by the node runner (the chain never
     #: imports the runner back).
     sub_agent: Callable[[NodeContext, Skill, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
+    #: The task's nodes by id (this one included): delegation adds to it, outputs and evidence read along it.
+    graph: dict[str, NodeState] = field(default_factory=dict)
+    #: The task's contract skills by key (pinned where the task pinned them): what delegation may insert.
+    skills: Mapping[str, ContractSkill] = field(default_factory=dict)
 
     @property
     def platform(self) -> dict[str, str]:
@@ -111,8 +118,39 @@ class NodeContext:
         label = (contract.label if contract else None) or TOOL_LABEL_FALLBACK
         self.events.append({"type": "tool", "tool": name, "label": label})
 
+    def report_missing(self, tool: str) -> None:
+        """A business tool of ``toolNames`` that no catalog skill answers to: reported once per task (an event of
+        the turn and a log line), and not offered (orchestration §2: only ``toolNames ∩ catalog`` is offered)."""
+        key = f"{self.skill.skill_key}:{tool}"
+        if key in self.task.reported_missing:
+            return
+        self.task.reported_missing.append(key)
+        message = (
+            f"tool {tool!r} of skill {self.skill.skill_key!r} is not installed, so it is not offered; install its "
+            "skill folder, or give the renamed skill the old name in its aliases"
+        )
+        log.warning(message)
+        self.events.append({"type": "tool_missing", "skill": self.skill.skill_key, "tool": tool, "message": message})
+
     def is_business_tool(self, name: str) -> bool:
         return name in self.skill.tool_names
+
+    def goal_evidence(self) -> list[Evidence]:
+        """This node's evidence and that of the nodes it delegated to (§15: their success counts for its goal)."""
+        delegated = {n.id for n in self.graph.values() if self._delegated_by_me(n)}
+        return [e for e in self.evidence if e.node_id == self.node.id or e.node_id in delegated]
+
+    def _delegated_by_me(self, node: NodeState) -> bool:
+        seen: set[str] = set()
+        while node.parent_id is not None and node.parent_id not in seen:
+            if node.parent_id == self.node.id:
+                return True
+            seen.add(node.parent_id)
+            parent = self.graph.get(node.parent_id)
+            if parent is None:
+                return False
+            node = parent
+        return False
 
     def node_evidence(self, node_id: str | None = None) -> list[Evidence]:
         wanted = node_id or self.node.id

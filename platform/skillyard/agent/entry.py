@@ -1,4 +1,5 @@
-"""The agent runtime's entry point: load an agent folder and bind it to a model (``SkillYard.agent`` calls it)."""
+"""The agent runtime's entry points: an agent folder, an agent stored in the database, or a folder of agents behind
+a router, each bound to a model (``SkillYard.agent`` / ``agent_from_db`` / ``agents`` call them)."""
 
 from __future__ import annotations
 
@@ -6,25 +7,20 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .loader import load_agent
+from .loader import LoadedAgent, load_agent
 from .models import model_from_spec, stored_spec
+from .router import AgentRouter, load_agents
 from .runner import Agent, AgentError
 from .settings import AgentSettings
+from .stored import load_stored_agent
 
 if TYPE_CHECKING:
     from ..yard import SkillYard
 
 
-async def open_agent(yard: SkillYard, agent_dir: str | os.PathLike[str], *, model: Any = None) -> Agent:
-    """Load a contract-driven agent (docs/agents.md) and bind it to a model.
-
-    ``model`` is a ChatModel, or a spec (``script:FILE.yaml`` / ``openai:MODEL``); without one, the settings'
-    ``[agent.model] spec`` (or ``SKILLYARD_MODEL``). Settings come from ``SKILLYARD_HOME/settings.toml`` and
-    the environment. Skills that fail to load are dropped (see
-    ``agent.loaded.errors``); an agent with no usable skill is an error.
-    """
-    settings = AgentSettings.load(yard.settings.home)
-    loaded = await load_agent(yard, Path(agent_dir), settings)
+def bind_model(yard: SkillYard, loaded: LoadedAgent, settings: AgentSettings, model: Any) -> Agent:
+    """Check a loaded agent (ACTIVE, with a usable skill) and bind it to ``model`` (a ChatModel or a spec; without
+    one, the settings' ``[agent.model] spec``)."""
     if not loaded.profile.active:  # §1.1: only ACTIVE agents load
         raise AgentError(
             f"agent {loaded.profile.agent_code!r} has status {loaded.profile.status!r} and does not load; set "
@@ -48,3 +44,37 @@ async def open_agent(yard: SkillYard, agent_dir: str | os.PathLike[str], *, mode
     if isinstance(model, str):
         return Agent(yard, loaded, model_from_spec(model, settings), settings, model_spec=stored_spec(model))
     return Agent(yard, loaded, model, settings)
+
+
+async def open_agent(yard: SkillYard, agent_dir: str | os.PathLike[str], *, model: Any = None) -> Agent:
+    """Load a contract-driven agent (docs/agents.md) and bind it to a model.
+
+    ``model`` is a ChatModel, or a spec (``script:FILE.yaml`` / ``openai:MODEL``); without one, the settings'
+    ``[agent.model] spec`` (or ``SKILLYARD_MODEL``). Settings come from ``SKILLYARD_HOME/settings.toml`` and
+    the environment. Skills that fail to load are dropped (see
+    ``agent.loaded.errors``); an agent with no usable skill is an error.
+    """
+    settings = AgentSettings.load(yard.settings.home)
+    loaded = await load_agent(yard, Path(agent_dir), settings)
+    return bind_model(yard, loaded, settings, model)
+
+
+async def open_stored_agent(yard: SkillYard, agent_code: str, *, model: Any = None) -> Agent:
+    """Load the agent ``agent_code`` stored in the database (``skillyard agent import``) and bind it to a model."""
+    if not isinstance(agent_code, str) or not agent_code.strip():
+        raise AgentError("the agent code must be non-empty text, e.g. 'cms'")
+    settings = AgentSettings.load(yard.settings.home)
+    loaded = await load_stored_agent(yard, agent_code.strip(), settings)
+    if loaded is None:
+        raise AgentError(
+            f"no ACTIVE agent {agent_code!r} in the database; store it with `skillyard agent import AGENT_DIR`"
+        )
+    return bind_model(yard, loaded, settings, model)
+
+
+async def open_router(yard: SkillYard, agents_dir: str | os.PathLike[str], *, model: Any = None) -> AgentRouter:
+    """Load every agent folder under ``agents_dir`` behind a router (§1.2)."""
+    settings = AgentSettings.load(yard.settings.home)
+    loaded, problems = await load_agents(yard, Path(agents_dir), settings)
+    agents = {code: bind_model(yard, agent, settings, model) for code, agent in loaded.items()}
+    return AgentRouter(yard, agents, problems)

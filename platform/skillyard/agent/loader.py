@@ -56,7 +56,12 @@ class ContractSkill:
     #: ``toolNames``: the business tools (skillyard skill or tool names) the skill may call.
     tool_names: tuple[str, ...]
     contract: Contract
-    skill: Skill
+    #: The catalog skill the contract skill was read from (None: a pinned skill whose folder is gone).
+    skill: Skill | None
+    #: The contract as written (JSON text or a mapping): what a task's pinned binding stores.
+    source: Any = None
+    #: A pinned task's tools as they were when it started: name → {description, input_schema, hash}.
+    pinned_tools: Mapping[str, Mapping[str, Any]] | None = None
 
 
 @dataclass
@@ -66,6 +71,8 @@ class LoadedAgent:
     profile: AgentProfile
     dir: Path
     skills: dict[str, ContractSkill] = field(default_factory=dict)
+    #: ``folder`` (an agent folder) or ``db`` (agents stored in the database, stored.py).
+    source: str = "folder"
     errors: list[LoadIssue] = field(default_factory=list)
     warnings: list[LoadIssue] = field(default_factory=list)
 
@@ -185,6 +192,7 @@ def load_contract_skill(
         tool_names=tools,
         contract=contract,
         skill=skill,
+        source=raw,
     )
     return loaded, issues
 

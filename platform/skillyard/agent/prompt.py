@@ -104,16 +104,21 @@ def system_prompt(ctx: NodeContext, profile: Any) -> str:
 
 
 def business_tool_functions(ctx: NodeContext) -> list[dict[str, Any]]:
-    """OpenAI function definitions of the skill's business tools (the catalog skills' input schemas)."""
+    """OpenAI function definitions of the skill's business tools: ``toolNames ∩ catalog`` (orchestration §2), each
+    described as the task pinned it (binding.py), else as the catalog skill describes it now."""
     functions: list[dict[str, Any]] = []
+    pinned = ctx.skill.pinned_tools or {}
     for name in ctx.skill.tool_names:
         found = ctx.yard.resolve(name)
-        if found is None:  # orchestration §2: only the allowed names that really exist are exposed
+        if found is None:
+            ctx.report_missing(name)
             continue
         skill = found[0]
+        view = pinned.get(name)
         contract = ctx.tool_contract(name)
-        description = (contract.label if contract and contract.label else None) or skill.description or name
-        parameters = dict(skill.schema.exposed)
+        own = view["description"] if view is not None else skill.description
+        description = (contract.label if contract and contract.label else None) or own or name
+        parameters = dict(view["input_schema"] if view is not None else skill.schema.exposed)
         functions.append(
             {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
         )

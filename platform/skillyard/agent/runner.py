@@ -8,8 +8,12 @@ loop ends when the node finishes or fails, suspends at a checkpoint, answers wit
 stays open for the session's next message), or uses up its step budget. Everything is saved before the turn
 returns, so a new SkillYard on the same database resumes where this one stopped.
 
-Part 1 runs one node per task: the contract skill is the one named in ``send(skill_key=…)``, else the agent's first
-loaded skill (the planner that picks among several is part 2).
+A new task is planned first (planner.py: the named skill, a single REACT candidate, or the model's
+``builtin_plan``), its graph built with provider nodes (graph.py), and its execution binding pinned (binding.py):
+every later turn and resume of the task runs the pinned manuals, contracts and tool schemas. Nodes then run one at
+a time in dependency order within the turn; a node that delegates (§15) waits while its delegated node runs, then
+continues with a note of the result. The turn's status is the task's: RUNNING while a node is open, SUSPENDED at a
+checkpoint, else DONE, FAILED or CANCELLED.
 """
 
 from __future__ import annotations
@@ -20,24 +24,32 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput, SkillyardError
 from ..invoke.run import check_session_id
+from . import graph as task_graph
+from .binding import PinnedSkills, pin, skill_pin
+from .binding import summary as binding_summary
 from .builtins import BUILTIN_NAMES, call_builtin, offered_builtins
 from .chain import call_tool, preview_binding, verify_write
 from .chain.summary import build_summary
 from .codes import ErrorCode
 from .context import NodeContext
 from .evaluate import resolve
-from .expressions import ExpressionError
-from .loader import LoadedAgent
+from .expressions import ExpressionError, Prefix, open_platform_fields, parse_expression
+from .loader import ContractSkill, LoadedAgent
 from .models import ChatModel
+from .paths import get_path
+from .planner import Plan, PlannedNode, plan_task
 from .prompt import business_tool_functions, system_prompt
 from .settings import AgentSettings
 from .state import (
     Checkpoint,
     CheckpointType,
+    Evidence,
     EvidenceStatus,
+    NodeKind,
     NodeState,
     NodeStatus,
     Observation,
+    PlanSource,
     ResumeAction,
     SessionState,
     TaskState,
@@ -72,6 +84,8 @@ def _not_run(tool: str, arguments: Any, call_id: str | None, status: NodeStatus)
     """A later tool call of a reply whose earlier call suspended or ended the node: nothing is offered any more."""
     if status is NodeStatus.SUSPENDED:
         step = "wait for the user's answer; call the tool again after the node resumes if it is still needed"
+    elif status is NodeStatus.WAITING:
+        step = "wait for the delegated node; call the tool again after this node continues if it is still needed"
     else:
         step = "the node has ended; do not call tools again — reply with the results you already have"
     return Observation(
@@ -107,6 +121,7 @@ class Agent:
         self.settings = settings
         self.model_spec = model_spec
         self.store = store if store is not None else AgentStore(yard.database)
+        self._pins = PinnedSkills(open_platform_fields(settings.platform_hidden))
 
     @property
     def profile(self) -> Any:
@@ -124,6 +139,9 @@ class Agent:
             raise AgentError(
                 f"identity must be a mapping such as {{'user_id': '42', 'org_id': '7'}}, not {type(identity).__name__}"
             )
+        if skill_key is not None and skill_key not in self.loaded.skills:
+            known = ", ".join(self.loaded.skills) or "none"
+            raise AgentError(f"no contract skill {skill_key!r} in agent {self.profile.agent_code!r} (loaded: {known})")
         session = await self._session(session_id, identity)
         if session.node_id is not None:
             ctx = await self._reopen(session)
@@ -132,15 +150,11 @@ class Agent:
             ctx.node.answered = []  # a new turn: no follow-up answered in it yet
             self._user_says(ctx, message)
             return await self._turn(ctx, settle=True)
-        ctx = await self._start(session, message, skill_key)
-        self._user_says(ctx, message)
-        return await self._turn(ctx)
+        return await self._new_task(session, message, skill_key)
 
     async def run_isolated(self, session: SessionState, goal: str, skill_key: str) -> TurnResult:
         """One turn of a fresh task in ``session`` (a sub-agent's own session, usually on a MemoryAgentStore)."""
-        ctx = await self._start(session, goal, skill_key)
-        self._user_says(ctx, goal)
-        return await self._turn(ctx)
+        return await self._new_task(session, goal, skill_key)
 
     async def resume(self, session_id: str, action: str | ResumeAction, text: str | None = None) -> TurnResult:
         """Answer the open checkpoint: REPLY (with text), CONFIRM, REJECT or CANCEL."""
@@ -175,25 +189,53 @@ class Agent:
             )
         if identity:
             session.identity.update(identity)
-        session.agent_dir = str(self.loaded.dir.resolve())  # resume may run from another working directory
+        if self.loaded.source == "db":
+            session.agent_source, session.agent_dir = "db", None
+        else:
+            session.agent_dir = str(self.loaded.dir.resolve())  # resume may run from another working directory
         session.model_spec = self.model_spec or session.model_spec
         return session
 
-    def _context(self, session: SessionState, task: TaskState, node: NodeState, evidence: list[Any]) -> NodeContext:
-        skill = self.loaded.skills.get(node.skill_key)
-        if skill is None:
-            raise AgentError(f"skill {node.skill_key!r} of the open node is no longer loaded; check the agent folder")
+    def _skills(self, task: TaskState) -> dict[str, ContractSkill]:
+        """The task's contract skills: the pinned ones where the task pinned them, else the loaded ones (a skill
+        first used later, e.g. a delegatable skill of an older task, is pinned on first use)."""
+        pinned = task.binding.setdefault("skills", {})
+        skills = {}
+        for key in [*pinned, *(k for k in self.loaded.skills if k not in pinned)]:
+            skills[key] = self._skill(task, key)
+        return skills
+
+    def _skill(self, task: TaskState, key: str) -> ContractSkill:
+        pinned = task.binding.setdefault("skills", {})
+        current = self.loaded.skills.get(key)
+        if key not in pinned:
+            if current is None:
+                raise AgentError(f"skill {key!r} of the open node is no longer loaded; check the agent folder")
+            pinned[key] = skill_pin(self.yard, current)
+        return self._pins.get(key, pinned[key], current)
+
+    def _context(
+        self,
+        session: SessionState,
+        task: TaskState,
+        node: NodeState,
+        graph: dict[str, NodeState],
+        evidence: list[Evidence],
+    ) -> NodeContext:
         return NodeContext(
             self.yard,
-            skill,
+            self._skill(task, node.skill_key),
             session,
             task,
             node,
             self.store,
             self.settings,
             evidence=evidence,
+            upstream_node_ids=task_graph.upstream_ids(node, graph),
             model=self.model,
             sub_agent=self._run_sub_agent,
+            graph=graph,
+            skills=self._skills(task),
         )
 
     def _run_sub_agent(self, ctx: NodeContext, skill: Skill, args: dict[str, Any]) -> Awaitable[dict[str, Any]]:
@@ -204,48 +246,110 @@ class Agent:
 
         return run_skill_md(ctx, skill, args, make_agent)
 
-    async def _start(self, session: SessionState, message: str, skill_key: str | None) -> NodeContext:
-        key = skill_key or next(iter(self.loaded.skills), None)
-        if key is None or key not in self.loaded.skills:
-            known = ", ".join(self.loaded.skills) or "none"
-            raise AgentError(f"no contract skill {key!r} in agent {self.profile.agent_code!r} (loaded: {known})")
-        task = TaskState(id=new_id("task"), session_id=session.id)
-        node = NodeState(id=new_id("node"), task_id=task.id, skill_key=key, goal=message)
-        node.target = self._target(key)
-        task.node_ids.append(node.id)
+    # -- planning a task ---------------------------------------------------------------------------------------
+
+    async def _plan(self, session: SessionState, message: str, skill_key: str | None) -> Plan:
+        candidates = self.loaded.skills
+        if skill_key is not None:
+            return Plan([PlannedNode(None, skill_key, message)], PlanSource.EXPLICIT)
+        first = next(iter(candidates))
+        if len(candidates) == 1 and candidates[first].contract.mode.value == "REACT":
+            return Plan([PlannedNode(None, first, message)], PlanSource.SINGLE_REACT)
+        return await plan_task(self.model, self.profile, candidates, message, session.model_state)
+
+    async def _new_task(self, session: SessionState, message: str, skill_key: str | None) -> TurnResult:
+        """Plan a task, build its graph, pin its binding, and run its first node (or report why it cannot run)."""
+        plan = await self._plan(session, message, skill_key)
+        task = TaskState(id=new_id("task"), session_id=session.id, message=message, plan_source=plan.source)
+        task.plan_notes += plan.notes
+        try:
+            nodes = task_graph.build_graph(plan, self.loaded.skills, task, session, self.profile.agent_code)
+        except task_graph.PlanningFailed as exc:
+            task.status = NodeStatus.FAILED
+            task.plan_notes.append(str(exc))
+            await self.store.save_task(task)
+            result = TurnResult(session.id, NodeStatus.FAILED.value, reply=str(exc), task_id=task.id)
+            result.graph, result.binding = task_graph.view(task, {}), binding_summary(task.binding)
+            return result
+        graph = {node.id: node for node in nodes}
+        task.node_ids = [node.id for node in nodes]
+        pinned = {node.skill_key for node in nodes}
+        pinned |= {k for k, s in self.loaded.skills.items() if s.contract.delegatable}
+        task.binding = pin(self.yard, [s for k, s in self.loaded.skills.items() if k in pinned])
+        result = TurnResult(session.id, NodeStatus.RUNNING.value)
+        first = task_graph.next_node(task, graph)
+        assert first is not None  # a new graph has a node without upstream nodes
+        ctx = self._start_node(session, task, first, graph, [], result)
+        self._user_says(ctx, message)
+        return await self._turn(ctx, result=result)
+
+    def _start_node(
+        self,
+        session: SessionState,
+        task: TaskState,
+        node: NodeState,
+        graph: dict[str, NodeState],
+        evidence: list[Evidence],
+        result: TurnResult,
+    ) -> NodeContext:
+        """Make ``node`` the session's running node: bind its inputs (§7)."""
+        node.status = NodeStatus.RUNNING
         session.task_id, session.node_id = task.id, node.id
-        ctx = self._context(session, task, node, [])
+        ctx = self._context(session, task, node, graph, evidence)
         self._bind_inputs(ctx)
+        result.touched.append(node.id)
         return ctx
 
-    def _target(self, skill_key: str) -> str | None:
-        """§10.1 row 2: the contract's target when it is a write tool of the skill (else none yet)."""
-        skill = self.loaded.skills[skill_key]
-        target = skill.contract.target
-        tool = skill.contract.tools.get(target) if target else None
-        return target if tool is not None and tool.is_write and target in skill.tool_names else None
+    def _skip_reason(self, ctx: NodeContext) -> str | None:
+        """§7: a provider node whose declared shared outputs all exist already is SKIPPED."""
+        if ctx.node.kind is not NodeKind.PROVIDER:
+            return None
+        shared = [(k, o.share) for k, o in ctx.skill.contract.outputs.items() if o.share is not None]
+        if not shared:
+            return None
+        for key, scope in shared:
+            values = ctx.task.shared if scope.value == "TASK" else ctx.session.values
+            if key not in values:
+                return None
+        return "its shared outputs already exist: " + ", ".join(k for k, _ in shared)
 
     def _bind_inputs(self, ctx: NodeContext) -> None:
-        """§7: bind declared inputs at node start (fill only). An input whose ``from`` has no §9 prefix names an
-        upstream node's output of the same name, which part 1 (one node per task) does not have."""
+        """§7: bind declared inputs at node start (fill only, never overwrite). ``outputs.<key>``, and a ``from``
+        with no §9 prefix (or none at all), read the nearest DONE upstream node's output of that name."""
         for name, spec in ctx.skill.contract.inputs.items():
-            if name in ctx.node.inputs or not spec.from_expr:
+            if name in ctx.node.inputs:
                 continue
             try:
-                found, value, _source = resolve(ctx, spec.from_expr)
+                expr = parse_expression(spec.from_expr) if spec.from_expr else None
             except ExpressionError:
-                continue
+                expr = None
+            if expr is None:
+                found, value = self._upstream_output(ctx, name, "")
+            elif expr.prefix is Prefix.OUTPUTS:
+                found, value = self._upstream_output(ctx, expr.head, ".".join(expr.parts[1:]))
+            else:
+                found, value, _source = resolve(ctx, expr)
             if found:
                 ctx.node.inputs[name] = value
 
+    def _upstream_output(self, ctx: NodeContext, key: str, path: str) -> tuple[bool, Any]:
+        for node_id in ctx.upstream_node_ids:
+            node = ctx.graph[node_id]
+            written = node.outputs.get(key) if node.status is NodeStatus.DONE else None
+            if written is not None:
+                return get_path(written.value, path)
+        return False, None
+
     async def _reopen(self, session: SessionState) -> NodeContext:
         assert session.node_id is not None and session.task_id is not None
-        node = await self.store.load_node(session.node_id)
         task = await self.store.load_task(session.task_id)
+        nodes = await self.store.load_nodes(session.task_id)
+        graph = {node.id: node for node in nodes}
+        node = graph.get(session.node_id)
         if node is None or task is None:
             raise AgentError(f"the open node of session {session.id!r} is missing from the database")
         evidence = await self.store.load_evidence(task.id)
-        ctx = self._context(session, task, node, evidence)
+        ctx = self._context(session, task, node, graph, evidence)
         for record in ctx.node_evidence():
             if record.status == EvidenceStatus.STARTED:  # its call never came back: the process stopped mid-call
                 record.status = EvidenceStatus.UNKNOWN_PRE_CALL
@@ -267,15 +371,71 @@ class Agent:
         *,
         settle: bool = False,
         not_yet: str | None = None,
+        result: TurnResult | None = None,
     ) -> TurnResult:
-        """Run the node until it stops; ``settle``: the node was reopened, so uncertain writes come first (§14.3),
-        except the evidence ``not_yet`` (a write that has just run: it is checked when the node next reopens)."""
-        result = TurnResult(ctx.session.id, ctx.node.status.value, observations=list(observations or []))
+        """Run nodes until the turn stops; ``settle``: the node was reopened, so uncertain writes come first (§14.3),
+        except the evidence ``not_yet`` (a write that has just run: it is checked when the node next reopens).
+
+        The turn stops when a node suspends, when a node answers with text and no tool call (it stays open for the
+        session's next message), or when no node of the task can run any more."""
+        if result is None:
+            result = TurnResult(ctx.session.id, ctx.node.status.value)
+        result.observations += observations or []
+        if ctx.node.id not in result.touched:
+            result.touched.append(ctx.node.id)
         if settle:
             await self._settle_open_writes(ctx, result, not_yet)
-        if ctx.node.status == NodeStatus.RUNNING:
-            await self._loop(ctx, result)
+        looped: set[str] = set()
+        while True:
+            if ctx.node.status == NodeStatus.RUNNING:
+                if ctx.node.id not in looped:  # the budget is per node and turn, not per reactivation
+                    ctx.node.steps = 0
+                    looped.add(ctx.node.id)
+                await self._loop(ctx, result)
+                if ctx.node.status == NodeStatus.RUNNING:
+                    break  # text without a tool call: the node stays open
+            if ctx.node.status == NodeStatus.SUSPENDED:
+                break
+            following = self._advance(ctx, result)
+            if following is None:
+                break
+            result.events += ctx.events
+            ctx = following
         return await self._finish_turn(ctx, result)
+
+    def _advance(self, ctx: NodeContext, result: TurnResult) -> NodeContext | None:
+        """The node to continue with after ``ctx.node`` ended or started waiting, or None when none can run."""
+        node, task, graph = ctx.node, ctx.task, ctx.graph
+        if node.status == NodeStatus.WAITING:  # it delegated: its delegated node runs now
+            pending = [graph[i] for i in task.node_ids if graph[i].status is NodeStatus.PENDING]
+            child = next(n for n in pending if n.parent_id == node.id)
+            following = self._start_node(ctx.session, task, child, graph, ctx.evidence, result)
+            self._opening(following)
+            return following
+        if node.parent_id is not None and node.parent_id in graph:  # a delegated node ended: its delegator goes on
+            parent = graph[node.parent_id]
+            parent.status = NodeStatus.RUNNING
+            parent.messages.append({"role": "user", "content": _delegation_note(node)})
+            ctx.session.node_id = parent.id
+            return self._context(ctx.session, task, parent, graph, ctx.evidence)
+        task_graph.block_stopped(task, graph)
+        while (following_node := task_graph.next_node(task, graph)) is not None:
+            following = self._start_node(ctx.session, task, following_node, graph, ctx.evidence, result)
+            reason = self._skip_reason(following)
+            if reason is None:
+                self._opening(following)
+                return following
+            following_node.status, following_node.skipped_reason = NodeStatus.SKIPPED, reason
+            task_graph.block_stopped(task, graph)
+        return None
+
+    def _opening(self, ctx: NodeContext) -> None:
+        """A node started inside a turn opens with the task's message (a delegated one with its objective as the
+        delegator wrote it: model text, so it never counts as something the user said)."""
+        if ctx.node.kind is NodeKind.DELEGATED:
+            ctx.node.messages.append({"role": "user", "content": f"(delegated) {ctx.node.goal}"})
+        else:
+            ctx.node.messages.append({"role": "user", "content": ctx.task.message})
 
     async def _settle_open_writes(self, ctx: NodeContext, result: TurnResult, not_yet: str | None = None) -> None:
         """§14.3: an uncertain write is verified (verify tool) or asked about (VERIFY) before anything else."""
@@ -301,7 +461,6 @@ class Agent:
             return
 
     async def _loop(self, ctx: NodeContext, result: TurnResult) -> None:
-        ctx.node.steps = 0  # the budget is per node and turn: a long conversation is not a runaway loop
         while ctx.node.status == NodeStatus.RUNNING:
             if ctx.node.steps >= STEP_BUDGET:
                 ctx.node.status = NodeStatus.FAILED
@@ -333,11 +492,17 @@ class Agent:
             await self._save(ctx)
 
     async def _finish_turn(self, ctx: NodeContext, result: TurnResult) -> TurnResult:
-        node, task, session = ctx.node, ctx.task, ctx.session
-        if node.status in (NodeStatus.DONE, NodeStatus.FAILED, NodeStatus.CANCELLED):
-            task.status = node.status
+        node, task, session, graph = ctx.node, ctx.task, ctx.session, ctx.graph
+        if node.id not in result.touched:
+            result.touched.append(node.id)
+        if node.status == NodeStatus.SUSPENDED:
+            task.status = NodeStatus.SUSPENDED
+        elif node.status == NodeStatus.RUNNING:
+            task.status = NodeStatus.RUNNING
+        else:
+            task.status = task_graph.verdict(task, graph)
             session.task_id = session.node_id = None
-            result.reply = node.reply if node.reply is not None else result.reply
+            result.reply = _task_reply(task, graph, node) or result.reply
         checkpoint = node.checkpoint if node.status == NodeStatus.SUSPENDED else None
         if checkpoint is not None:
             result.checkpoint = {
@@ -348,18 +513,22 @@ class Agent:
                 "tool": checkpoint.tool,
             }
             result.reply = result.reply or checkpoint.question
-        result.status = node.status.value
+        result.status = task.status.value
         result.task_id, result.node_id = task.id, node.id
-        result.events = list(ctx.events)
+        result.events += ctx.events
+        touched = set(result.touched)
         result.evidence = [
             {"id": e.id, "tool": e.tool, "status": e.status.value, "business_ok": e.business_ok}
-            for e in ctx.node_evidence()
+            for e in ctx.evidence
+            if e.node_id in touched
         ]
-        await self._save(ctx)
+        result.graph = task_graph.view(task, graph)
+        result.binding = binding_summary(task.binding)
+        await self._save(ctx, [graph[i] for i in result.touched if i in graph] + [node])
         return result
 
-    async def _save(self, ctx: NodeContext) -> None:
-        await self.store.save_turn(ctx.node, ctx.task, ctx.session)
+    async def _save(self, ctx: NodeContext, nodes: list[NodeState] | None = None) -> None:
+        await self.store.save_graph(nodes or [ctx.node], ctx.task, ctx.session)
 
     # -- checkpoints -------------------------------------------------------------------------------------------
 
@@ -448,7 +617,35 @@ class Agent:
             ctx.node.reply = f"已取消：写操作 {checkpoint.tool} 没有执行。"
         else:
             ctx.node.reply = "已取消。"
-        return await self._finish_turn(ctx, TurnResult(ctx.session.id, NodeStatus.CANCELLED.value))
+        return await self._turn(ctx)
+
+
+def _delegation_note(node: NodeState) -> str:
+    """What the delegating node reads when its delegated node has ended (§15)."""
+    if node.status is NodeStatus.DONE:
+        return (
+            f"The delegated skill {node.skill_key} finished ({node.id}): {node.reply or ''}\n"
+            "Its evidence is available to you through evidence.* and counts for your goal. Continue your task."
+        )
+    reason = node.skipped_reason or node.reply or "no reason given"
+    return (
+        f"The delegated skill {node.skill_key} did not finish ({node.id} is {node.status.value}): {reason}\n"
+        "Decide how to go on: do the work with your own tools, ask the user, or call builtin_node_fail."
+    )
+
+
+def _task_reply(task: TaskState, graph: dict[str, NodeState], last: NodeState) -> str | None:
+    """The reply of a turn that ended its task: the last node's finish output, or why the task failed."""
+    if task.status is not NodeStatus.FAILED:
+        return last.reply
+    counted = [graph[i] for i in task.node_ids if graph[i].kind is not NodeKind.DELEGATED]
+    failed = next((n for n in counted if n.status in task_graph.STOPPED and n.skipped_reason is None), last)
+    reply = failed.reply or ""
+    not_run = [n for n in counted if n.skipped_reason is not None and n.status is NodeStatus.CANCELLED]
+    if not_run:
+        listed = ", ".join(f"{n.skill_key} ({n.id})" for n in not_run)
+        reply += f"\n(not run because node {failed.id} ({failed.skill_key}) {failed.status.value}: {listed})"
+    return reply
 
 
 def _note(kind: str, observation: Observation) -> str:
@@ -465,8 +662,11 @@ async def resume_session(
     session = await AgentStore(yard.database).load_session(session_id)
     if session is None:
         raise AgentError(f"no agent session {session_id!r}; start it with `skillyard agent run`")
-    if not session.agent_dir:
-        raise AgentError(f"session {session_id!r} does not record its agent folder; resume it through the Python API")
     spec = model if model is not None else session.model_spec
-    agent = await yard.agent(session.agent_dir, model=spec)
+    if session.agent_source == "db":
+        agent = await yard.agent_from_db(session.agent_code, model=spec)
+    elif session.agent_dir:
+        agent = await yard.agent(session.agent_dir, model=spec)
+    else:
+        raise AgentError(f"session {session_id!r} does not record its agent folder; resume it through the Python API")
     return await agent.resume(session_id, action, text)

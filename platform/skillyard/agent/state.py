@@ -49,12 +49,35 @@ class CheckpointType(StrEnum):
 
 
 class NodeStatus(StrEnum):
+    PENDING = "PENDING"  # planned, not started yet
     RUNNING = "RUNNING"
+    WAITING = "WAITING"  # waiting for a node it delegated to (§15)
     SUSPENDED = "SUSPENDED"
     DONE = "DONE"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
     SKIPPED = "SKIPPED"
+
+
+class NodeKind(StrEnum):
+    """Why a node is in the task graph (docs/agents.md "The task graph")."""
+
+    PLANNED = "PLANNED"  # from the plan (or the one node of a single REACT candidate / an explicit skill)
+    PROVIDER = "PROVIDER"  # inserted before a node for one of its inputs.<name>.provider (§7)
+    DELEGATED = "DELEGATED"  # inserted by builtin_node_delegate (§15)
+    FALLBACK = "FALLBACK"  # the first candidate, after the model did not plan validly
+
+
+class EdgeType(StrEnum):
+    NORMAL = "NORMAL"  # the upstream node must be DONE or SKIPPED first
+    DELEGATE = "DELEGATE"  # a delegated node before the node that delegated it
+
+
+class PlanSource(StrEnum):
+    SINGLE_REACT = "SINGLE_REACT"  # one candidate in mode REACT: no model call
+    EXPLICIT = "EXPLICIT"  # the caller named the skill (send(skill_key=…), --skill)
+    MODEL = "MODEL"  # the model's builtin_plan
+    FALLBACK = "FALLBACK"  # no valid plan: the first candidate
 
 
 #: A node in one of these statuses never runs again.
@@ -207,7 +230,12 @@ class NodeState:
     approved_keys: list[str] = field(default_factory=list)  # idempotency keys confirmed by the user
     steps: int = 0
     reply: str | None = None  # the final text (finish output / fail reason / model text)
-    parent_id: str | None = None  # the node that delegated this one (part 2)
+    parent_id: str | None = None  # the node that delegated this one (§15)
+    kind: NodeKind = NodeKind.PLANNED
+    plan_id: str | None = None  # the node's id in the model's plan (``n1``); None for inserted nodes
+    depends_on: list[str] = field(default_factory=list)  # node ids that must be DONE / SKIPPED first (NORMAL)
+    skipped_reason: str | None = None  # why a SKIPPED node did not run, or why a node was not run at all
+    depth: int = 0  # delegation depth: 0 for planned nodes, parent's + 1 for a delegated one
 
 
 @dataclass
@@ -216,8 +244,14 @@ class TaskState:
     session_id: str
     status: NodeStatus = NodeStatus.RUNNING
     shared: dict[str, Any] = field(default_factory=dict)  # shared.<key> (share: TASK)
-    node_ids: list[str] = field(default_factory=list)
+    node_ids: list[str] = field(default_factory=list)  # in run order: every node after the nodes it depends on
     created_at: float = field(default_factory=now)
+    message: str = ""  # the user message that started the task: each later node's conversation opens with it
+    plan_source: PlanSource = PlanSource.EXPLICIT
+    plan_notes: list[str] = field(default_factory=list)  # why the plan fell back, targets dropped, …
+    #: The pinned execution binding (binding.py): what every turn and resume of this task runs with.
+    binding: dict[str, Any] = field(default_factory=dict)
+    reported_missing: list[str] = field(default_factory=list)  # pinned tools found missing (reported once)
 
 
 @dataclass
@@ -247,6 +281,8 @@ class SessionState:
     node_id: str | None = None  # the open node, if any
     agent_dir: str | None = None  # where the agent was loaded from (so ``resume`` can reload it)
     model_spec: str | None = None  # the model spec the session runs on (``script:…`` / ``openai:…``), if given as one
+    agent_source: str = "folder"  # ``folder`` (agent_dir) or ``db`` (the stored agent agent_code), for resume
+    routing: dict[str, Any] | None = None  # how a router chose the agent: {agent_code, source, reason}
 
 
 def to_json(value: Any) -> Any:
@@ -280,6 +316,10 @@ def _decode(cls: type, name: str, value: Any) -> Any:
         return EvidenceStatus(value)
     if cls in (NodeState, TaskState) and name == "status":
         return NodeStatus(value)
+    if cls is NodeState and name == "kind":
+        return NodeKind(value)
+    if cls is TaskState and name == "plan_source":
+        return PlanSource(value)
     if cls is Checkpoint and name == "type":
         return CheckpointType(value)
     if cls is NodeState and name == "checkpoint":

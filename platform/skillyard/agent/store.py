@@ -10,6 +10,7 @@ SkillYard on the same database loads the same session.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import text
@@ -120,9 +121,17 @@ class AgentStore:
     async def save_node(self, node: NodeState) -> None:
         await self._write(_node_row(node))
 
+    async def load_nodes(self, task_id: str) -> list[NodeState]:
+        """Every node of a task (the task's ``node_ids`` give their order)."""
+        return [from_json(NodeState, row) for row in await self._state("agent_nodes", "task_id", task_id)]
+
     async def save_turn(self, node: NodeState, task: TaskState, session: SessionState) -> None:
         """A turn's state in one transaction (a crash never leaves the node ahead of its session)."""
-        await self._write(_node_row(node), _task_row(task), _session_row(session))
+        await self.save_graph([node], task, session)
+
+    async def save_graph(self, nodes: Iterable[NodeState], task: TaskState, session: SessionState) -> None:
+        """The nodes a turn touched, their task and session, in one transaction."""
+        await self._write(*(_node_row(n) for n in nodes), _task_row(task), _session_row(session))
 
     # -- evidence (the EvidenceStore protocol) --------------------------------------------------------------
 
@@ -178,8 +187,16 @@ class MemoryAgentStore:
     async def save_node(self, node: NodeState) -> None:
         self.nodes[node.id] = node
 
+    async def load_nodes(self, task_id: str) -> list[NodeState]:
+        return [n for n in self.nodes.values() if n.task_id == task_id]
+
     async def save_turn(self, node: NodeState, task: TaskState, session: SessionState) -> None:
-        self.nodes[node.id], self.tasks[task.id], self.sessions[session.id] = node, task, session
+        await self.save_graph([node], task, session)
+
+    async def save_graph(self, nodes: Iterable[NodeState], task: TaskState, session: SessionState) -> None:
+        for node in nodes:
+            self.nodes[node.id] = node
+        self.tasks[task.id], self.sessions[session.id] = task, session
 
     def new_evidence_id(self) -> str:
         return new_id("ev")

@@ -82,6 +82,7 @@ async def run_skill_md(
         tool_names=tools,
         contract=Contract(),
         skill=skill,
+        source={},  # no contract: the default rules of §1.3 (what a task pins)
     )
     profile = AgentProfile(agent_code=f"skill_md.{skill.name}", agent_name=skill.name, path=skill.dir)
     loaded = LoadedAgent(profile=profile, dir=skill.dir, skills={skill.name: contract_skill})

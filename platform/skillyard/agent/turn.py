@@ -21,6 +21,14 @@ class TurnResult:
     events: list[dict[str, Any]] = field(default_factory=list)
     task_id: str | None = None
     node_id: str | None = None
+    #: The task graph (graph.py ``view``): nodes, edges, plan source.
+    graph: dict[str, Any] | None = None
+    #: The task's pinned binding: ``{pinned_at, skills: {key: hash}}``.
+    binding: dict[str, Any] | None = None
+    #: How a router chose the agent (the routed first turn only): ``{agent_code, source, reason}``.
+    routing: dict[str, Any] | None = None
+    #: Ids of the nodes this turn ran, in order (what ``evidence`` covers).
+    touched: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -45,4 +53,7 @@ class TurnResult:
             "events": self.events,
             "task_id": self.task_id,
             "node_id": self.node_id,
+            "graph": self.graph,
+            "binding": self.binding,
+            **({"routing": self.routing} if self.routing is not None else {}),
         }

@@ -32,6 +32,7 @@ from .node import (
     FAIL_TOOL,
     FINISH_TOOL,
     FOLLOW_UP_TOOL,
+    delegation_offered,
 )
 from .outputs import OUTPUT_SET, OUTPUT_SET_TOOL, completion_refusal, outputs_used
 from .skill_file import READ_SKILL_FILE, READ_SKILL_FILE_TOOL
@@ -76,7 +77,7 @@ def is_offered(ctx: NodeContext, name: str) -> bool:
     if name == OUTPUT_SET:
         return outputs_used(ctx)
     if name == DELEGATE:
-        return False  # part 1: no delegation
+        return delegation_offered(ctx)
     if name == READ_SKILL_FILE:
         return skill_file_offered(ctx)
     return name in BUILTINS
@@ -95,9 +96,15 @@ def _not_offered(ctx: NodeContext, call: Call) -> Observation:
             "call the write tool first; ask for approval only after it answers APPROVAL_REQUIRED",
         )
     if call.name == DELEGATE:
+        deep = ctx.node.depth + 1 > ctx.settings.delegate_max_depth
+        why = (
+            f"the delegation depth limit ({ctx.settings.delegate_max_depth}) is reached"
+            if deep
+            else ("this agent has no other delegatable skill")
+        )
         return call.refuse(
             ErrorCode.DELEGATE_FORBIDDEN,
-            "delegation is not available to this node",
+            f"delegation is not available to this node: {why}",
             "do the work with this skill's own tools, or call builtin_node_fail with the reason",
         )
     offered = [n for n in BUILTINS if is_offered(ctx, n)]

@@ -1,4 +1,11 @@
-"""The node-control builtins of §12: follow-up, approval, finish, fail (and delegate, refused in part 1).
+"""The node-control builtins of §12: follow-up, approval, finish, fail and delegate.
+
+Delegation (§15): ``builtin_node_delegate(skillKey, objective)`` inserts a node of a ``delegatable: true`` skill of
+the agent before this one, which waits (``WAITING``) and continues once the delegated node has ended. It is offered
+only while a delegatable skill other than this node's own exists and the delegated node would stay within
+``[agent] delegate_max_depth``. Refusals: an unknown key → ``SKILL_NOT_FOUND``; a skill that is not delegatable (or
+this node's own) → ``DELEGATE_FORBIDDEN``; the same skill and objective after an attempt of this node that failed,
+was cancelled or skipped → ``DELEGATE_REPEATED``.
 
 Follow-up grounding (``FOLLOW_UP_UNGROUNDED``), as implemented here:
 
@@ -27,7 +34,10 @@ from ..codes import ErrorCode
 from ..context import NodeContext
 from ..contract import ArgContract, MissingAction, SourceType
 from ..expressions import Prefix
-from ..state import Checkpoint, CheckpointType, EvidenceStatus, NodeStatus, Observation
+from ..graph import MAX_TASK_NODES
+from ..planner import write_target
+from ..state import Checkpoint, CheckpointType, EvidenceStatus, NodeKind, NodeState, NodeStatus, Observation
+from ..store import new_id
 from .outputs import completion_refusal, publish
 from .tool import Builtin, Call, JsonObject, params, text_arg
 
@@ -200,12 +210,71 @@ async def fail(ctx: NodeContext, args: JsonObject, call: Call) -> Observation:
     return call.ok({"status": NodeStatus.FAILED.value})
 
 
+#: Nodes one node may delegate to in a task: each delegation costs a model step, so this bounds the graph.
+MAX_DELEGATIONS = 8
+
+
+def delegatable_keys(ctx: NodeContext) -> list[str]:
+    """The skills this node may delegate to (the task's delegatable skills but its own)."""
+    return [k for k, s in ctx.skills.items() if s.contract.delegatable and k != ctx.node.skill_key]
+
+
+def delegation_offered(ctx: NodeContext) -> bool:
+    return ctx.node.depth + 1 <= ctx.settings.delegate_max_depth and bool(delegatable_keys(ctx))
+
+
 async def delegate(ctx: NodeContext, args: JsonObject, call: Call) -> Observation:
-    return call.refuse(
-        ErrorCode.DELEGATE_FORBIDDEN,
-        "delegation is not available to this node",
-        "do the work with this skill's own tools, or call builtin_node_fail with the reason",
+    key = text_arg(args, "skillKey")
+    objective = text_arg(args, "objective") or ctx.node.goal
+    allowed = ", ".join(delegatable_keys(ctx)) or "none"
+    if key not in ctx.skills:
+        return call.refuse(
+            ErrorCode.SKILL_NOT_FOUND,
+            f"no skill {key!r} in this agent",
+            f"delegate one of the delegatable skills ({allowed}), or do the work with this skill's own tools",
+        )
+    if not ctx.skills[key].contract.delegatable or key == ctx.node.skill_key:
+        why = "is this node's own skill" if key == ctx.node.skill_key else "is not delegatable (delegatable: false)"
+        return call.refuse(
+            ErrorCode.DELEGATE_FORBIDDEN,
+            f"skill {key!r} {why}",
+            f"delegate one of the delegatable skills ({allowed}), or do the work with this skill's own tools",
+        )
+    mine = [n for n in ctx.graph.values() if n.parent_id == ctx.node.id]
+    repeated = [n for n in mine if n.skill_key == key and n.goal == objective and n.status in _NOT_DONE]
+    if repeated:
+        return call.refuse(
+            ErrorCode.DELEGATE_REPEATED,
+            f"{key!r} with this objective was already delegated and {repeated[-1].status.value} "
+            f"({repeated[-1].skipped_reason or repeated[-1].reply or 'no reason given'})",
+            "do not delegate it again the same way: change the objective, use your own tools, or call "
+            "builtin_node_fail with the reason",
+        )
+    if len(mine) >= MAX_DELEGATIONS or len(ctx.task.node_ids) >= MAX_TASK_NODES:
+        return call.refuse(
+            ErrorCode.DELEGATE_FORBIDDEN,
+            f"this node has delegated {len(mine)} times; the task holds {len(ctx.task.node_ids)} nodes",
+            "finish with what the delegated nodes found, or call builtin_node_fail with the reason",
+        )
+    skill = ctx.skills[key]
+    child = NodeState(
+        id=new_id("node"),
+        task_id=ctx.task.id,
+        skill_key=key,
+        goal=objective,
+        status=NodeStatus.PENDING,
+        target=write_target(skill, skill.contract.target),
+        parent_id=ctx.node.id,
+        kind=NodeKind.DELEGATED,
+        depth=ctx.node.depth + 1,
     )
+    ctx.graph[child.id] = child
+    ctx.task.node_ids.insert(ctx.task.node_ids.index(ctx.node.id), child.id)
+    ctx.node.status = NodeStatus.WAITING
+    return call.ok({"status": NodeStatus.WAITING.value, "delegated_node": child.id, "skillKey": key})
+
+
+_NOT_DONE = frozenset({NodeStatus.FAILED, NodeStatus.CANCELLED, NodeStatus.SKIPPED})
 
 
 FOLLOW_UP_TOOL = Builtin(
@@ -248,7 +317,8 @@ FAIL_TOOL = Builtin(
 )
 DELEGATE_TOOL = Builtin(
     DELEGATE,
-    "Delegate a read-only skill as a preceding node.",
+    "Delegate a read-only skill of this agent as a preceding node: it runs first, then this node continues with "
+    "its result (its evidence counts for this node).",
     params({"skillKey": {"type": "string"}, "objective": {"type": "string"}}, ("skillKey",)),
     delegate,
 )

@@ -29,11 +29,10 @@ _ALL_BUT_MODEL = tuple(s for s in SourceType if s is not SourceType.MODEL)
 
 
 def outputs_used(ctx: NodeContext) -> bool:
-    """Whether anyone uses this node's outputs, so ``builtin_output_set`` is offered (§12).
-
-    Part 1 has no downstream nodes, so only the contract counts: an output that is required, shared or produces an
-    entity.
-    """
+    """Whether anyone uses this node's outputs, so ``builtin_output_set`` is offered (§12): a node of the task
+    depends on this one, or the contract has an output that is required, shared or produces an entity."""
+    if any(ctx.node.id in other.depends_on for other in ctx.graph.values()):
+        return True
     return any(o.required or o.share is not None or o.entity is not None for o in ctx.skill.contract.outputs.values())
 
 
@@ -200,15 +199,16 @@ def completion_refusal(ctx: NodeContext, output: str) -> tuple[ErrorCode, str, s
                 f"fix it with {OUTPUT_SET}: {problem[2]}",
             )
     target = ctx.node.target
+    goal_evidence = ctx.goal_evidence()  # this node's and its delegated nodes' (§15)
     if target:
-        if not any(e.tool == target and e.succeeded for e in ctx.node_evidence()):
+        if not any(e.tool == target and e.succeeded for e in goal_evidence):
             return (
                 ErrorCode.FINISH_NEED_TARGET,
                 f"the goal of this node is the write {target!r}, and it has not completed",
                 f"call {target} (ask for approval with builtin_node_approval when the runtime requires it); "
                 "if it cannot be done, call builtin_node_fail with the reason",
             )
-    elif not declared and ctx.skill.tool_names and not any(e.succeeded for e in ctx.node_evidence()):
+    elif not declared and ctx.skill.tool_names and not any(e.succeeded for e in goal_evidence):
         return (
             ErrorCode.FINISH_NEED_BUSINESS,
             "this node has not completed any business tool call, so its answer has no basis",

@@ -18,7 +18,7 @@ READ_SKILL_FILE = "read_skill_file"
 
 
 def offered(ctx: NodeContext) -> bool:
-    return len(ctx.skill.manual) > MANUAL_HEAD_CHARS
+    return ctx.skill.skill is not None and len(ctx.skill.manual) > MANUAL_HEAD_CHARS
 
 
 async def read_skill_file(ctx: NodeContext, args: JsonObject, call: Call) -> Observation:
@@ -29,7 +29,7 @@ async def read_skill_file(ctx: NodeContext, args: JsonObject, call: Call) -> Obs
             ErrorCode.ARG_REJECTED, f"offset must be a whole number ≥ 0, not {offset!r}", "pass offset=0"
         )
     try:
-        return call.ok(ctx.yard.read_skill_file(ctx.skill.skill.name, path, offset))
+        return call.ok(ctx.yard.read_skill_file(ctx.skill.name, path, offset))
     except SkillyardError as exc:
         return call.refuse(ErrorCode.ARG_REJECTED, str(exc), "read SKILL.md, or a file the manual names")
 

@@ -19,12 +19,14 @@ if TYPE_CHECKING:
     from ...catalog.skill import Skill
 
 
-def _schema(skill: Skill, tool_sub: str | None, args: dict[str, Any]) -> Mapping[str, Any]:
+def _schema(call: ChainCall, skill: Skill, tool_sub: str | None, args: dict[str, Any]) -> Mapping[str, Any]:
     """The schema ``args`` are checked against: the subcommand's — the tool name's (``notes__add``), else the one
-    the arguments choose — else the one exposed to models."""
+    the arguments choose — else the one exposed to models (as the task pinned it, binding.py)."""
     schema = skill.schema
     if not schema.subcommands:
-        return schema.exposed
+        pinned = call.ctx.skill.pinned_tools
+        view = pinned.get(call.tool) if pinned is not None else None
+        return view["input_schema"] if view is not None else schema.exposed
     sub = tool_sub or args.get("_subcommand")
     if isinstance(sub, str) and sub in schema.subcommands:
         return schema.subcommands[sub]
@@ -77,7 +79,7 @@ def check(call: ChainCall) -> Observation | None:
     exempt = call.plan.exempt  # top-level names bound by from/const
     args = call.args
     missing = []
-    for item in _schema(skill, tool_sub, args).get("required") or []:
+    for item in _schema(call, skill, tool_sub, args).get("required") or []:
         name = item if type(item) is str else str(item)
         if name not in exempt and is_empty(args.get(name)):
             missing.append(name)

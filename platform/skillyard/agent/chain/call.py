@@ -12,7 +12,17 @@ from typing import Any
 from ..codes import ErrorCode
 from ..context import NodeContext
 from ..state import Evidence, EvidenceStatus, Observation
-from . import arg_binding, arg_policy, evidence, fingerprint, invoke, param_contract, response, write_gate
+from . import (
+    arg_binding,
+    arg_policy,
+    evidence,
+    fingerprint,
+    invoke,
+    param_contract,
+    pinned_schema,
+    response,
+    write_gate,
+)
 from .base import ChainCall
 
 SUCCESS = EvidenceStatus.SUCCESS  # read once: an enum member read off its class is slow on Python 3.11
@@ -33,7 +43,7 @@ def _before(call: ChainCall) -> Observation | None:
         return refusal
     if call.plan.binds:  # binding writes only the args with from/const
         arg_binding.bind(call)
-    refusal = param_contract.check(call) or fingerprint.check(call)
+    refusal = param_contract.check(call) or pinned_schema.check(call) or fingerprint.check(call)
     if refusal is None and call.plan.write:  # the write gate stops writes only
         refusal = write_gate.check(call)
     return refusal
