@@ -137,7 +137,7 @@ def test_cli_check_warnings_alone_pass(memo_agent: MemoAgent):
     assert all(set(r) == {"kind", "severity", "skill", "tool", "rule", "path", "message"} for r in rows)
     assert {r["severity"] for r in rows} == {"warning"}
     assert any(r["rule"] == "§11" and r["tool"] == "pickTool" and "userId" in r["path"] for r in rows), rows
-    assert any(r["rule"] == "§1.3" and r["tool"] == "plainTool" and r["kind"] == "preflight" for r in rows), rows
+    assert any(r["rule"] == "P0.uncontracted_read" and r["tool"] == "plainTool" and r["kind"] == "preflight" for r in rows), rows
 
 
 @pytest.mark.parametrize("what", ["no AGENT.md", "missing folder"])
@@ -965,7 +965,7 @@ def test_skills_dir_option_and_agent_md_errors(tmp_path, cms):
     shared = tmp_path / "shared"
     shutil.move(str(cms / "skills" / "queryArticle"), shared / "queryArticle")
     code, output = check_kit.check(str(cms))
-    assert code == 1 and "'queryArticle'" in output and "preflight.tool_exists" in output
+    assert code == 1 and "'queryArticle'" in output and "P0.tool_missing" in output
     code, output = check_kit.check(str(cms), "--skills-dir", str(shared))
     assert code == 0, output
     (cms / "AGENT.md").unlink()

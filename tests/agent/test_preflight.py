@@ -26,15 +26,15 @@ PREFLIGHT_CASES = [
     (
         "target not bound",
         lambda c, t: (c.update(target="sendMemo"), t.remove("sendMemo")),
-        "preflight.target",
+        "P0.target_not_bound",
         "sendMemo",
         "",
     ),
-    ("verify tool not bound", lambda c, t: t.remove("findNotes"), "preflight.verify_tool", "saveNote", ""),
+    ("verify tool not bound", lambda c, t: t.remove("findNotes"), "P0.verify_tool_not_bound", "saveNote", ""),
     (
         "missing.tool not bound",
         lambda c, t: c["tools"]["tagNote"]["args"]["noteId"].update(missing={"action": "CALL_TOOL", "tool": "ghost"}),
-        "preflight.missing_tool",
+        "P0.missing_tool_not_bound",
         "tagNote",
         "noteId",
     ),
@@ -66,7 +66,7 @@ PREFLIGHT_CASES = [
         "findNotes",
         "q",
     ),
-    ("tool does not resolve", lambda c, t: t.append("ghostTool"), "preflight.tool_exists", "ghostTool", ""),
+    ("tool does not resolve", lambda c, t: t.append("ghostTool"), "P0.tool_missing", "ghostTool", ""),
 ]
 
 
@@ -98,7 +98,7 @@ PREFLIGHT_2 = [
     (
         "argument path not in the schema",
         lambda c: c["tools"]["findNotes"]["args"].update(qq=FREE),
-        "preflight.arg_path",
+        "P0.arg_path_missing",
         "findNotes",
         "qq",
     ),
@@ -210,17 +210,17 @@ def test_preflight_problems(cms):
     rows = [r for r in json.loads(output) if r["kind"] == "preflight"]
     found = {(r["severity"], r["tool"], r["path"], r["rule"]) for r in rows}
     assert found == {
-        ("error", "publishArticle", "", "preflight.tool_exists"),
-        ("warning", "publishArticle", "", "§1.3"),
+        ("error", "publishArticle", "", "P0.tool_missing"),
+        ("warning", "publishArticle", "", "P0.uncontracted_read"),
         ("error", "deleteArticle", "", "§4"),
         ("error", "createArticle", "titel", "preflight.idempotency_key"),
         ("error", "createArticle", "name", "preflight.verify_args"),
         ("error", "createArticle", "title", "preflight.arg_source"),
-        ("error", "createArticle", "tags[].color", "preflight.arg_path"),
-        ("error", "createArticle", "spaceId", "preflight.missing_tool"),
+        ("error", "createArticle", "tags[].color", "P0.arg_path_missing"),
+        ("error", "createArticle", "spaceId", "P0.missing_tool_not_bound"),
         ("warning", "createArticle", "userId", "preflight.arg_source"),
         ("error", "queryArticle", "", "preflight.success_op"),
-        ("error", "", "inputs.space", "preflight.provider"),
+        ("error", "", "inputs.space", "P0.provider_missing"),
     }
     by_path = {r["path"]: r["message"] for r in rows}
     assert "its input schema has: spaceId, tags, title, userId" in by_path["titel"]
@@ -250,7 +250,7 @@ def test_target_and_verify_tool_must_be_bound(cms):
     code, output = check(str(cms), "--json")
     rules = {(r["tool"], r["rule"]) for r in json.loads(output)}
     assert code == 1
-    assert {("createArticle", "preflight.target"), ("createArticle", "preflight.verify_tool")} <= rules
+    assert {("createArticle", "P0.target_not_bound"), ("createArticle", "P0.verify_tool_not_bound")} <= rules
     assert ("createArticle", "§6.4") in rules  # the verify tool has no success condition
 
 
@@ -384,7 +384,7 @@ def test_a_tool_name_that_resolves_to_a_broken_skill_is_not_a_real_skill(tmp_pat
     agent = make_agent(tmp_path)
     write(agent / "skills" / "plainTool" / "schema.json", "{not json")
     code, rows = probes_kit.check(agent)
-    assert code == 1 and preflight_hits(rows, "preflight.tool_exists", "plainTool", ""), rows
+    assert code == 1 and preflight_hits(rows, "P0.tool_missing", "plainTool", ""), rows
 
 
 def test_a_verify_tool_that_is_bound_but_is_no_skill(tmp_path: Path):
@@ -395,4 +395,4 @@ def test_a_verify_tool_that_is_bound_but_is_no_skill(tmp_path: Path):
         file.unlink()
     (agent / "skills" / "findNotes").rmdir()
     code, rows = probes_kit.check(agent)
-    assert code == 1 and preflight_hits(rows, "preflight.tool_exists", "findNotes", ""), rows
+    assert code == 1 and preflight_hits(rows, "P0.tool_missing", "findNotes", ""), rows

@@ -82,7 +82,7 @@ def test_agent_check_preflight_error_exit_1(broken_agent):
     """Exit 1 when any finding is an error"""
     out = invoke("agent", "check", str(broken_agent))
     assert out.exit_code == 1 and no_traceback(out)
-    assert "preflight.arg_path" in out.stdout and "1 error(s), 0 warning(s)" in out.output
+    assert "P0.arg_path_missing" in out.stdout and "1 error(s), 0 warning(s)" in out.output
 
 
 def test_agent_check_json_findings(broken_agent):
@@ -92,7 +92,7 @@ def test_agent_check_json_findings(broken_agent):
     findings = json.loads(out.stdout)
     assert out.exit_code == 1 and findings and all(set(f) == FINDING_KEYS for f in findings)
     error = next(f for f in findings if f["severity"] == "error")
-    assert error["kind"] == "preflight" and error["rule"] == "preflight.arg_path" and error["tool"] == "save_note"
+    assert error["kind"] == "preflight" and error["rule"] == "P0.arg_path_missing" and error["tool"] == "save_note"
 
 
 def test_agent_check_load_error(tmp_path):

@@ -31,9 +31,11 @@ def agent_group() -> None:
     """
 
 
-def _problem_rows(agent_dir: Path, skills_dirs: tuple[Path, ...]) -> list[dict[str, Any]]:
-    """Load the agent and run preflight; every finding as a dict (kind, severity, skill, tool, rule, path, message)."""
+def _check(agent_dir: Path, skills_dirs: tuple[Path, ...]) -> tuple[list[dict[str, Any]], Any, Any, dict[str, str]]:
+    """Load the agent and run preflight: every finding as a dict (kind, severity, skill, tool, rule, path, message),
+    the yard, the loaded agent and the skills' content hashes."""
     from ..yard import SkillYard
+    from .baseline import skill_hashes
     from .loader import load_agent
     from .preflight import preflight_agent
 
@@ -63,7 +65,7 @@ def _problem_rows(agent_dir: Path, skills_dirs: tuple[Path, ...]) -> list[dict[s
                 "message": problem.message,
             }
         )
-    return rows
+    return rows, yard, agent, skill_hashes(yard, agent)
 
 
 def _skills_dirs_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -81,24 +83,63 @@ def _skills_dirs_option(help: str) -> Callable[[Callable[..., Any]], Callable[..
 @click.argument("agent_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @_skills_dirs_option("Folder of skills (repeatable); the agent's own skills/ folder is always searched first.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of every problem.")
-def check_cmd(agent_dir: Path, skills_dirs: tuple[Path, ...], as_json: bool) -> None:
-    """Check an agent folder: load, validate and preflight (exit 1 on errors).
+@click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Problems of skills unchanged since this baseline are warnings; only new or changed skills fail.",
+)
+@click.option(
+    "--write-baseline",
+    "write_baseline_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Record the skills' hashes and problems in this file (for a later --baseline).",
+)
+@click.option("--defaults", is_flag=True, help="Also print each contract as the runtime reads it (defaults filled).")
+def check_cmd(
+    agent_dir: Path,
+    skills_dirs: tuple[Path, ...],
+    as_json: bool,
+    baseline_file: Path | None,
+    write_baseline_file: Path | None,
+    defaults: bool,
+) -> None:
+    """Check an agent folder: load, validate and preflight every skill together (exit 1 on errors).
 
-    Every load error and preflight problem is listed with its skill, tool, rule and JSON path.
+    Every load error and preflight problem is listed with its skill, tool, rule, JSON path and fix. With
+    --baseline, problems of skills unchanged since the baseline are reported as warnings (exit 0).
     """
+    from .baseline import BaselineError, contract_view, grade, read_baseline, write_baseline
+
     try:
-        rows = _problem_rows(agent_dir, skills_dirs)
+        baseline = read_baseline(baseline_file) if baseline_file is not None else None
+        rows, _yard, agent, hashes = _check(agent_dir, skills_dirs)
+    except BaselineError as exc:
+        raise click.BadParameter(str(exc), param_hint="--baseline") from None
     except SkillyardError as exc:
         raise click.ClickException(str(exc)) from None
+    if baseline is not None:
+        rows = grade(rows, hashes, baseline)
+    if write_baseline_file is not None:
+        write_baseline(write_baseline_file, agent, hashes, rows)
     failed = any(r["severity"] == "error" for r in rows)
     if as_json:
-        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
-    elif rows:
-        headers = ["severity", "skill", "tool", "rule", "path", "message"]
-        print_table([[r[h] for h in headers] for r in rows], headers)
-    if not as_json:
+        if defaults:
+            contracts = {key: contract_view(skill.contract) for key, skill in agent.skills.items()}
+            click.echo(json.dumps({"findings": rows, "contracts": contracts}, ensure_ascii=False, indent=2))
+        else:
+            click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+    else:
+        if rows:
+            headers = ["severity", "skill", "tool", "rule", "path", "message"]
+            print_table([[r[h] for h in headers] for r in rows], headers)
+        if defaults:
+            for key, skill in agent.skills.items():
+                click.echo(f"\n{key}:\n" + json.dumps(contract_view(skill.contract), ensure_ascii=False, indent=2))
         errors = sum(r["severity"] == "error" for r in rows)
         click.echo(f"{agent_dir}: {errors} error(s), {len(rows) - errors} warning(s)", err=failed)
+        if write_baseline_file is not None:
+            click.echo(f"baseline written to {write_baseline_file} ({len(hashes)} skill(s))")
     if failed:
         raise SystemExit(1)
 
@@ -133,16 +174,24 @@ def _report_turn(go: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json:
 
 
 @agent_group.command(name="run")
-@click.argument("agent_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("agent_dir", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--agents-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A folder of agent folders: a new session is routed to one by its mission (instead of AGENT_DIR).",
+)
+@click.option("--agent-code", default=None, help="Run the agent stored in the database (skillyard agent import).")
 @click.option("--session", "session_id", required=True, help="Session id; later runs and resumes continue it.")
 @click.option("--message", required=True, help="The user's message.")
 @click.option("--model", "model", default=None, help="script:FILE.yaml or openai:MODEL (default: the session's).")
 @click.option("--context", "context", default=None, help="The caller's identity as JSON (user_id, org_id, …).")
-@click.option("--skill", "skill_key", default=None, help="The contract skill to run (default: the agent's first).")
+@click.option("--skill", "skill_key", default=None, help="Run this contract skill's node without planning.")
 @_skills_dirs_option("Skill roots.")
 @click.option("--json", "as_json", is_flag=True, help="Print the turn as JSON.")
 def run_cmd(
-    agent_dir: Path,
+    agent_dir: Path | None,
+    agents_dir: Path | None,
+    agent_code: str | None,
     session_id: str,
     message: str,
     model: str | None,
@@ -151,13 +200,20 @@ def run_cmd(
     skills_dirs: tuple[Path, ...],
     as_json: bool,
 ) -> None:
-    """Send a message to an agent in a session (exit 1 when the node failed).
+    """Send a message to an agent in a session (exit 1 when the task failed).
+
+    Give exactly one of AGENT_DIR, --agents-dir (routed) and --agent-code (stored).
 
     Example: skillyard agent run agents/cms --session s1 --message "发布文章《季度总结》" --model script:turns.yaml
     """
     from ..yard import SkillYard
     from .store import AgentStore
 
+    given = [name for name, value in (("AGENT_DIR", agent_dir), ("--agents-dir", agents_dir),
+                                       ("--agent-code", agent_code)) if value is not None]  # fmt: skip
+    if len(given) != 1:
+        what = "none" if not given else " and ".join(given)
+        raise click.UsageError(f"give exactly one of AGENT_DIR, --agents-dir and --agent-code (got {what})")
     identity = json_object(context, "context") or {}
 
     async def go() -> dict[str, Any]:
@@ -166,10 +222,47 @@ def run_cmd(
             if spec is None:
                 stored = await AgentStore(yard.database).load_session(session_id)
                 spec = stored.model_spec if stored is not None else None
-            agent = await yard.agent(agent_dir, model=spec)
+            if agents_dir is not None:
+                agent: Any = await yard.agents(agents_dir, model=spec)
+            elif agent_code is not None:
+                agent = await yard.agent_from_db(agent_code, model=spec)
+            else:
+                agent = await yard.agent(agent_dir, model=spec)  # type: ignore[arg-type]
             return (await agent.send(session_id, message, identity=identity, skill_key=skill_key)).as_dict()
 
     _report_turn(go, as_json)
+
+
+@agent_group.command(name="import")
+@click.argument("agent_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_skills_dirs_option("Skill roots (where the agent's business tools are).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was stored as JSON.")
+def import_cmd(agent_dir: Path, skills_dirs: tuple[Path, ...], as_json: bool) -> None:
+    """Store a folder agent in the database (§1.1 tables; upsert by agent_code / skill_key).
+
+    Skills that fail to load are left out and listed. Run it afterwards with `agent run --agent-code CODE`.
+    """
+    from ..yard import SkillYard
+    from .stored import import_agent
+
+    async def go() -> dict[str, Any]:
+        async with SkillYard(skills_dirs=list(skills_dirs)) as yard:
+            return (await import_agent(yard, agent_dir)).as_dict()
+
+    try:
+        report = asyncio.run(go())
+    except SkillyardError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(report, ensure_ascii=False))
+    else:
+        click.echo(
+            f"stored agent {report['agent_code']}: {len(report['skills'])} skill(s): {', '.join(report['skills'])}"
+        )
+        for skipped in report["skipped"]:
+            click.echo(f"  left out {skipped['skill'] or '(agent)'}: {skipped['message']}", err=True)
+    if not report["skills"]:
+        raise SystemExit(1)
 
 
 @agent_group.command(name="resume")

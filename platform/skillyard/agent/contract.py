@@ -195,6 +195,8 @@ class ToolContract:
     error: ErrorSpec | None = None
     extracts: tuple[Extract, ...] = ()
     verify: VerifySpec | None = None
+    #: ``callOnly: true`` (orchestration P0): a read tool that is callable with no business contract, on purpose.
+    call_only: bool = False
 
     @property
     def is_write(self) -> bool:

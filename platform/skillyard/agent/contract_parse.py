@@ -81,6 +81,13 @@ class _ContractWalk(ContractReader):
                 json_path(path, "confirm"),
                 'confirm: true is only allowed on WRITE tools; remove it or set "sideEffect": "WRITE"',
             )
+        call_only = self.boolean(raw, "callOnly", path, False)
+        if call_only and side is SideEffect.WRITE:
+            self.fail(
+                "P0.call_only_write",
+                json_path(path, "callOnly"),
+                f"callOnly is only for read tools; the WRITE tool {name!r} needs its full contract (success, confirm)",
+            )
         success = self.success(raw, path)
         if side is SideEffect.WRITE and success is None:
             self.fail(
@@ -117,6 +124,7 @@ class _ContractWalk(ContractReader):
             error=error,
             extracts=self.extracts(raw, path),
             verify=self.verify(raw, path),
+            call_only=call_only,
         )
 
     def success(self, raw: Mapping[str, Any], path: str) -> SuccessSpec | None:

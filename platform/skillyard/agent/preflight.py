@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .contract import ArgContract, MissingAction, SourceType, SuccessOp, ToolContract
 from .expressions import Prefix
-from .loader import ContractSkill, LoadedAgent
+from .loader import ContractSkill, LoadedAgent, contract_skills_by_key
 
 if TYPE_CHECKING:
     from ..yard import SkillYard
@@ -61,6 +61,7 @@ class _Checker:
         self.yard = yard
         self.agent = agent
         self.problems: list[PreflightProblem] = []
+        self.catalog_keys = set(contract_skills_by_key(yard)[0])
 
     def add(self, skill: str, tool: str, arg: str, rule: str, message: str, severity: str = "error") -> None:
         self.problems.append(PreflightProblem(skill, tool, arg, rule, message, severity))
@@ -103,12 +104,12 @@ class _Checker:
                     cs.skill_key,
                     name,
                     "",
-                    "preflight.tool_exists",
+                    "P0.tool_missing",
                     f"business tool {name!r} in 'tools:' is not a skill in any root; add the skill folder "
                     "(--skills-dir, the agent's skills/ folder) or fix the name",
                 )
             elif found[0].error:
-                self.add(cs.skill_key, name, "", "preflight.tool_exists", f"tool {name!r} is broken: {found[0].error}")
+                self.add(cs.skill_key, name, "", "P0.tool_missing", f"tool {name!r} is broken: {found[0].error}")
             if name.startswith("builtin_"):
                 self.add(
                     cs.skill_key, name, "", "§1.2", f"{name!r} looks like a builtin tool; list only business tools"
@@ -118,9 +119,11 @@ class _Checker:
                     cs.skill_key,
                     name,
                     "",
-                    "§1.3",
+                    "P0.uncontracted_read",
                     f"tool {name!r} has no entry in contract.tools: it runs read-only, unchecked and without a "
-                    "catalog description; add a tool contract",
+                    'catalog description; add a tool contract, or declare it call-only: "tools": {"'
+                    + name
+                    + '": {"callOnly": true}}',
                     "warning",
                 )
         for name in cs.contract.tools:
@@ -141,7 +144,7 @@ class _Checker:
                 cs.skill_key,
                 target,
                 "",
-                "preflight.target",
+                "P0.target_not_bound",
                 f"target {target!r} is not in the skill's 'tools:' ({', '.join(cs.tool_names) or 'none'}), "
                 "so at run time it counts as unset; add the tool to 'tools:' or fix target",
             )
@@ -173,7 +176,7 @@ class _Checker:
                     key,
                     name,
                     "",
-                    "preflight.verify_tool",
+                    "P0.verify_tool_not_bound",
                     f"verify tool {verify!r} is not in the skill's 'tools:'; add it so the write can be checked",
                 )
             for verify_arg, spec in tool.verify.args.items():
@@ -183,7 +186,7 @@ class _Checker:
         found = self.yard.resolve(name)
         secret = set(found[0].schema.secret_params) if found is not None else set()
         for path, arg_contract in tool.args.items():
-            self.check_path(cs, name, path, name, "preflight.arg_path", "argument path")
+            self.check_path(cs, name, path, name, "P0.arg_path_missing", "argument path")
             self.arg_source(cs, name, path, arg_contract)
             top = path.split(".", 1)[0].removesuffix("[]")
             if top in secret:
@@ -278,7 +281,7 @@ class _Checker:
                     key,
                     name,
                     path,
-                    "preflight.missing_tool",
+                    "P0.missing_tool_not_bound",
                     f"missing.tool {missing.tool!r} is not in the skill's 'tools:'; add it or name another tool",
                 )
 
@@ -289,14 +292,20 @@ class _Checker:
             if spec.provider == cs.skill_key:
                 self.add(cs.skill_key, "", f"inputs.{name}", "§7", "inputs.provider must not be the skill itself")
             elif spec.provider not in self.agent.skills:
+                elsewhere = spec.provider in self.catalog_keys
                 self.add(
                     cs.skill_key,
                     "",
                     f"inputs.{name}",
-                    "preflight.provider",
-                    f"inputs.provider {spec.provider!r} is not a loaded skill of agent "
-                    f"{self.agent.profile.agent_code!r} (PROVIDER_UNAVAILABLE at planning); "
-                    "add it to AGENT.md 'skills'",
+                    "P0.provider_foreign" if elsewhere else "P0.provider_missing",
+                    f"inputs.provider {spec.provider!r} is "
+                    + (
+                        "a skill of the catalog but not of agent "
+                        if elsewhere
+                        else "no skill of any root, nor of agent "
+                    )
+                    + f"{self.agent.profile.agent_code!r} (PROVIDER_UNAVAILABLE at planning); add it to the agent's "
+                    "skills (AGENT.md 'skills') or remove inputs.provider",
                 )
 
 
