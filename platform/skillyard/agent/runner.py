@@ -200,10 +200,8 @@ class Agent:
         """The task's contract skills: the pinned ones where the task pinned them, else the loaded ones (a skill
         first used later, e.g. a delegatable skill of an older task, is pinned on first use)."""
         pinned = task.binding.setdefault("skills", {})
-        skills = {}
-        for key in [*pinned, *(k for k in self.loaded.skills if k not in pinned)]:
-            skills[key] = self._skill(task, key)
-        return skills
+        skills = {key: self._skill(task, key) for key in pinned}
+        return {**self.loaded.skills, **skills}
 
     def _skill(self, task: TaskState, key: str) -> ContractSkill:
         pinned = task.binding.setdefault("skills", {})
@@ -277,11 +275,34 @@ class Agent:
         pinned |= {k for k, s in self.loaded.skills.items() if s.contract.delegatable}
         task.binding = pin(self.yard, [s for k, s in self.loaded.skills.items() if k in pinned])
         result = TurnResult(session.id, NodeStatus.RUNNING.value)
-        first = task_graph.next_node(task, graph)
-        assert first is not None  # a new graph has a node without upstream nodes
-        ctx = self._start_node(session, task, first, graph, [], result)
-        self._user_says(ctx, message)
+        ctx, last = self._next_runnable(session, task, graph, [], result)
+        if ctx is None:  # every node was skipped: nothing to run, nothing to say
+            assert last is not None  # a new graph has a node without upstream nodes
+            return await self._finish_turn(last, result)
+        _heard(session, message)  # the node's conversation opened with it already
         return await self._turn(ctx, result=result)
+
+    def _next_runnable(
+        self,
+        session: SessionState,
+        task: TaskState,
+        graph: dict[str, NodeState],
+        evidence: list[Evidence],
+        result: TurnResult,
+    ) -> tuple[NodeContext | None, NodeContext | None]:
+        """Start the next node that can run, skipping provider nodes whose shared outputs exist (§7): its context
+        (None when no node can run) and the last node started (for a turn that ends on a skipped one)."""
+        last = None
+        task_graph.block_stopped(task, graph)
+        while (node := task_graph.next_node(task, graph)) is not None:
+            last = self._start_node(session, task, node, graph, evidence, result)
+            reason = self._skip_reason(last)
+            if reason is None:
+                self._opening(last)
+                return last, last
+            node.status, node.skipped_reason = NodeStatus.SKIPPED, reason
+            task_graph.block_stopped(task, graph)
+        return None, last
 
     def _start_node(
         self,
@@ -359,7 +380,7 @@ class Agent:
     def _user_says(self, ctx: NodeContext, message: str, shown: str | None = None) -> None:
         """``message`` joins the user messages (USER provenance); ``shown`` (default: the message) the node's
         conversation."""
-        ctx.session.user_messages = [*ctx.session.user_messages, message][-USER_MESSAGES_KEPT:]
+        _heard(ctx.session, message)
         ctx.node.messages.append({"role": "user", "content": message if shown is None else shown})
 
     # -- a turn ------------------------------------------------------------------------------------------------
@@ -418,16 +439,7 @@ class Agent:
             parent.messages.append({"role": "user", "content": _delegation_note(node)})
             ctx.session.node_id = parent.id
             return self._context(ctx.session, task, parent, graph, ctx.evidence)
-        task_graph.block_stopped(task, graph)
-        while (following_node := task_graph.next_node(task, graph)) is not None:
-            following = self._start_node(ctx.session, task, following_node, graph, ctx.evidence, result)
-            reason = self._skip_reason(following)
-            if reason is None:
-                self._opening(following)
-                return following
-            following_node.status, following_node.skipped_reason = NodeStatus.SKIPPED, reason
-            task_graph.block_stopped(task, graph)
-        return None
+        return self._next_runnable(ctx.session, task, graph, ctx.evidence, result)[0]
 
     def _opening(self, ctx: NodeContext) -> None:
         """A node started inside a turn opens with the task's message (a delegated one with its objective as the
@@ -618,6 +630,11 @@ class Agent:
         else:
             ctx.node.reply = "已取消。"
         return await self._turn(ctx)
+
+
+def _heard(session: SessionState, message: str) -> None:
+    """The user said ``message``: it joins the recent user messages USER provenance reads (§5.3)."""
+    session.user_messages = [*session.user_messages, message][-USER_MESSAGES_KEPT:]
 
 
 def _delegation_note(node: NodeState) -> str:
