@@ -262,3 +262,26 @@ async def test_prior_entities_flow_from_one_task_to_the_next(crm: CrmAgent):
     assert first.status == second.status == "DONE" and first.task_id != second.task_id
     assert [c["input"] for c in crm.calls("listOrders")] == [{"customerId": "c-7"}]
     assert second.observations[0].sources == {"customerId": "PRIOR_TASK"}
+
+
+async def test_a_downstream_node_sees_its_upstream_results_and_never_the_plan_as_user_text(crm: CrmAgent):
+    model = EvModel(
+        crm.script(
+            plan(node("n1", "crm.customer", "find Acme"), node("n2", "crm.report", "list widget orders", ["n1"])),
+            call("findCustomer", {"q": "Acme"}),
+            finish("Acme is c-7"),
+            call("listOrders", {}),
+            finish("listed"),
+        )
+    )
+    turn = await send(crm, "upstream", "Acme 的订单", model)
+    assert turn.status == "DONE"
+    second_node_first_call = model.seen[3][0]
+    system = second_node_first_call[0]["content"]
+    assert "## Upstream results" in system and "crm.customer (DONE): Acme is c-7" in system
+    assert "## Goal\nlist widget orders" in system
+    users = [m["content"] for m in second_node_first_call if m["role"] == "user"]
+    assert users == ["Acme 的订单"]  # the task's message; the planned goal is not said by the user
+    async with SkillYard() as yard:
+        session = await AgentStore(yard.database).load_session(crm.sid("upstream"))
+    assert session is not None and session.user_messages == ["Acme 的订单"]

@@ -28,6 +28,9 @@ from .state import PlanSource
 PLAN_TOOL = "builtin_plan"
 #: Nodes one plan may hold: a plan is a handful of business steps, never a loop unrolled.
 MAX_PLAN_NODES = 20
+#: Characters of a planned goal, and of a node id: model text that is stored and shown in every later prompt.
+MAX_GOAL_CHARS = 2000
+MAX_ID_CHARS = 64
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,9 @@ def validate_plan(
             problems.append(f"{where}.id must be a non-empty string such as 'n{index + 1}'")
             continue
         plan_id = plan_id.strip()
+        if len(plan_id) > MAX_ID_CHARS:
+            problems.append(f"{where}.id is longer than {MAX_ID_CHARS} characters; use a short id such as 'n1'")
+            continue
         if plan_id in seen:
             problems.append(f"{where}.id {plan_id!r} is used twice; give every node its own id")
             continue
@@ -154,6 +160,9 @@ def validate_plan(
         goal = raw.get("goal")
         if goal is not None and not isinstance(goal, str):
             problems.append(f"{where}.goal must be a string")
+            continue
+        if goal is not None and len(goal) > MAX_GOAL_CHARS:
+            problems.append(f"{where}.goal is longer than {MAX_GOAL_CHARS} characters; say the goal in a sentence")
             continue
         depends = raw.get("dependsOn", [])
         if depends is None:

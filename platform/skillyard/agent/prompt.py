@@ -76,6 +76,7 @@ def system_prompt(ctx: NodeContext, profile: Any) -> str:
         )
     )
     parts.append(_section("Goal", node.goal))
+    parts.append(_section("Upstream results", _upstream(ctx)))
     if skill.contract.inputs:
         lines = []
         for name, spec in skill.contract.inputs.items():
@@ -101,6 +102,26 @@ def system_prompt(ctx: NodeContext, profile: Any) -> str:
         "Ask the user with builtin_node_follow_up when a value must come from them; never invent values."
     )
     return "\n".join(p for p in parts if p)
+
+
+#: Characters of an upstream node's finish output shown in a downstream node's prompt.
+UPSTREAM_REPLY_CHARS = 500
+
+
+def _upstream(ctx: NodeContext) -> str:
+    """What the nodes upstream of this one (nearest first) finished with: their output and written outputs."""
+    lines = []
+    for node_id in ctx.upstream_node_ids:
+        node = ctx.graph.get(node_id)
+        if node is None:
+            continue
+        reply = (node.reply or node.skipped_reason or "")[:UPSTREAM_REPLY_CHARS]
+        line = f"- {node.skill_key} ({node.status.value}): {reply}"
+        if node.outputs:
+            written = {k: v.value for k, v in node.outputs.items()}
+            line += "\n  outputs: " + json.dumps(written, ensure_ascii=False, default=str)[:UPSTREAM_REPLY_CHARS]
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def business_tool_functions(ctx: NodeContext) -> list[dict[str, Any]]:
