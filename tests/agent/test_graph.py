@@ -285,3 +285,26 @@ async def test_a_downstream_node_sees_its_upstream_results_and_never_the_plan_as
     async with SkillYard() as yard:
         session = await AgentStore(yard.database).load_session(crm.sid("upstream"))
     assert session is not None and session.user_messages == ["Acme 的订单"]
+
+
+async def test_a_delegated_node_suspends_and_its_delegator_continues_after_a_restart(crm: CrmAgent):
+    script = crm.script(
+        plan(node("n1", "crm.report", "list Acme's orders")),
+        call("builtin_node_delegate", {"skillKey": "crm.customer", "objective": "find the customer"}),
+        call("findCustomer", {"mode": "business"}),  # a business failure grounds a clarifying question
+        call("builtin_node_follow_up", {"question": "哪个客户？"}),
+        call("findCustomer", {"q": "Acme"}),
+        finish("Acme is c-7"),
+        call("listOrders", {}),
+        finish("one order"),
+    )
+    asked = await send(crm, "dsusp", "订单", script)
+    assert asked.status == "SUSPENDED" and asked.checkpoint["type"] == "FOLLOW_UP", asked.as_dict()
+    waiting = {n["kind"]: n["status"] for n in asked.graph["nodes"]}
+    assert waiting == {"DELEGATED": "SUSPENDED", "PLANNED": "WAITING"}
+    async with SkillYard() as yard:  # a new process answers the delegated node's question
+        from skillyard.agent import resume_session
+
+        done = await resume_session(yard, crm.sid("dsusp"), "REPLY", "Acme")
+    assert done.status == "DONE" and done.reply == "one order", done.as_dict()
+    assert [c["input"] for c in crm.calls("listOrders")] == [{"customerId": "c-7"}]

@@ -96,7 +96,8 @@ def grade(rows: list[dict[str, Any]], hashes: dict[str, str], baseline: dict[str
 
 def contract_view(contract: Contract) -> dict[str, Any]:
     """The contract with every default filled, as JSON values (``agent check --defaults``)."""
-    return _plain(contract)
+    view: dict[str, Any] = _plain(contract)
+    return view
 
 
 def _plain(value: Any) -> Any:

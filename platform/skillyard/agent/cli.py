@@ -207,6 +207,8 @@ def run_cmd(
     Example: skillyard agent run agents/cms --session s1 --message "发布文章《季度总结》" --model script:turns.yaml
     """
     from ..yard import SkillYard
+    from .router import AgentRouter
+    from .runner import Agent
     from .store import AgentStore
 
     given = [name for name, value in (("AGENT_DIR", agent_dir), ("--agents-dir", agents_dir),
@@ -222,12 +224,14 @@ def run_cmd(
             if spec is None:
                 stored = await AgentStore(yard.database).load_session(session_id)
                 spec = stored.model_spec if stored is not None else None
+            agent: Agent | AgentRouter
             if agents_dir is not None:
-                agent: Any = await yard.agents(agents_dir, model=spec)
+                agent = await yard.agents(agents_dir, model=spec)
             elif agent_code is not None:
                 agent = await yard.agent_from_db(agent_code, model=spec)
             else:
-                agent = await yard.agent(agent_dir, model=spec)  # type: ignore[arg-type]
+                assert agent_dir is not None  # exactly one of the three was given
+                agent = await yard.agent(agent_dir, model=spec)
             return (await agent.send(session_id, message, identity=identity, skill_key=skill_key)).as_dict()
 
     _report_turn(go, as_json)
