@@ -41,6 +41,8 @@ def skill_hashes(yard: Any, agent: LoadedAgent) -> dict[str, str]:
             folder = found[key].dir
             texts = [_read(folder / name) for name in ("SKILL.md", CONTRACT_FILE)]
             hashes[key] = digest(canonical(texts))
+        else:  # in no root: unchanged for as long as it stays missing
+            hashes[key] = digest(canonical(["missing", key]))
     return hashes
 
 
@@ -57,8 +59,9 @@ def write_baseline(path: Path, agent: LoadedAgent, hashes: dict[str, str], rows:
     path.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 
 
-def read_baseline(path: Path) -> dict[str, str]:
-    """The skill hashes of a baseline file; :class:`BaselineError` when it is not one."""
+def read_baseline(path: Path, agent_code: str | None = None) -> dict[str, str]:
+    """The skill hashes of a baseline file; :class:`BaselineError` when it is not one (or, given ``agent_code``,
+    when it is another agent's)."""
     fix = f"write one with `skillyard agent check DIR --write-baseline {path}`"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -69,6 +72,8 @@ def read_baseline(path: Path) -> dict[str, str]:
     skills = data.get("skills") if isinstance(data, dict) else None
     if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION or not isinstance(skills, dict):
         raise BaselineError(f"baseline {path} is not a version-{BASELINE_VERSION} skillyard baseline; {fix}")
+    if agent_code is not None and data.get("agent_code") != agent_code:
+        raise BaselineError(f"baseline {path} belongs to agent {data.get('agent_code')!r}, not {agent_code!r}; {fix}")
     hashes = {}
     for key, entry in skills.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("hash"), str):

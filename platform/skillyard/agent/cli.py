@@ -112,16 +112,17 @@ def check_cmd(
     from .baseline import BaselineError, contract_view, grade, read_baseline, write_baseline
 
     try:
-        baseline = read_baseline(baseline_file) if baseline_file is not None else None
+        read_baseline(baseline_file) if baseline_file is not None else None  # a bad file is refused before loading
         rows, _yard, agent, hashes = _check(agent_dir, skills_dirs)
+        baseline = read_baseline(baseline_file, agent.profile.agent_code) if baseline_file is not None else None
     except BaselineError as exc:
         raise click.BadParameter(str(exc), param_hint="--baseline") from None
     except SkillyardError as exc:
         raise click.ClickException(str(exc)) from None
+    if write_baseline_file is not None:  # the problems as they are, not as graded by an older baseline
+        write_baseline(write_baseline_file, agent, hashes, rows)
     if baseline is not None:
         rows = grade(rows, hashes, baseline)
-    if write_baseline_file is not None:
-        write_baseline(write_baseline_file, agent, hashes, rows)
     failed = any(r["severity"] == "error" for r in rows)
     if as_json:
         if defaults:

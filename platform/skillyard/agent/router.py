@@ -10,6 +10,7 @@ and resumes go straight to it.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -132,16 +133,25 @@ class AgentRouter:
         return agent
 
     async def send(
-        self, session_id: str, message: str, identity: dict[str, Any] | None = None, skill_key: str | None = None
+        self, session_id: str, message: str, identity: Mapping[str, Any] | None = None, skill_key: str | None = None
     ) -> TurnResult:
         """Route a new session (once), then send the message to its agent."""
         if not isinstance(message, str):
             raise AgentError(f"the message must be text, not {type(message).__name__}")
+        if identity is not None and not isinstance(identity, Mapping):
+            raise AgentError(
+                f"identity must be a mapping such as {{'user_id': '42', 'org_id': '7'}}, not {type(identity).__name__}"
+            )
         session = await self.store.load_session(_checked_session_id(session_id))
         if session is not None:
             return await (await self._agent(session)).send(session_id, message, identity, skill_key)
         state: dict[str, Any] = {}
         code, routing = await self._route(message, state)
+        skills = self.agents[code].loaded.skills
+        if skill_key is not None and skill_key not in skills:  # refused before the session is stored
+            raise AgentError(
+                f"no contract skill {skill_key!r} in agent {code!r} (loaded: {', '.join(skills) or 'none'})"
+            )
         session = SessionState(id=session_id, agent_code=code, model_state=state, routing=routing)
         await self.store.save_session(session)
         result = await self.agents[code].send(session_id, message, identity, skill_key)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert
 
+from ..errors import SkillyardError
 from ..storage.tables import agent_profile, agent_skill_binding, skill_profile, skill_tool_binding
 from .contract_parse import ContractError, parse_contract
 from .expressions import open_platform_fields
@@ -57,6 +58,9 @@ async def import_agent(yard: SkillYard, agent_dir: Path) -> ImportReport:
     """Write the folder agent into the four tables in one transaction; skills that fail to load are left out."""
     loaded = await load_agent(yard, agent_dir)
     profile = loaded.profile
+    if not loaded.skills:  # nothing usable: keep what is stored rather than replace it with an empty agent
+        problems = "; ".join(str(e) for e in loaded.errors) or "AGENT.md lists no skill"
+        raise SkillyardError(f"no skill of {agent_dir} loads, so nothing was stored: {problems}")
     values = {
         "agent_name": profile.agent_name,
         "identity_desc": profile.identity,

@@ -170,3 +170,35 @@ def node(plan_id: str, skill: str, goal: str = "", depends: list[str] | None = N
     if depends is not None:
         found["dependsOn"] = depends
     return found
+
+
+class StoredCrm(CrmAgent):
+    """The crm agent with an agent code and skill keys of its own (``crm_<uid>``, ``crm_<uid>.customer`` …), for
+    tests that store agents in the shared database (``agent_code`` and ``skill_key`` are unique there)."""
+
+    def __init__(self, root: Path, folder: str = "crm") -> None:
+        super().__init__(root, folder)
+        self.code = f"crm_{self.uid}"
+        self.keys = {name: f"{self.code}.{name}" for name in SKILLS}
+        self.agent_md(list(self.keys.values()))
+        for name, (key, _description, _tools) in SKILLS.items():
+            manifest = self.dir / "skills" / name / "SKILL.md"
+            text = manifest.read_text(encoding="utf-8").replace(
+                f"skill_key: {key}\n", f"skill_key: {self.keys[name]}\n"
+            )
+            manifest.write_text(text, encoding="utf-8")
+        self.contract("order", CONTRACTS["order"])
+
+    def agent_md(self, skills: list[str], body: str = "# Identity\nA CRM clerk.\n# Mission\nTake orders.\n") -> None:
+        front = f"agent_code: {self.code}\nagent_name: CRM clerk\nskills: [{', '.join(skills)}]"
+        (self.dir / "AGENT.md").write_text(f"---\n{front}\n---\n{body}", encoding="utf-8")
+
+    def contract(self, folder: str, contract: dict[str, Any]) -> None:
+        """Write the contract, with ``crm.<name>`` provider keys renamed to this agent's keys."""
+        text = json.dumps(contract)
+        for name, (key, _description, _tools) in SKILLS.items():
+            text = text.replace(f'"{key}"', f'"{self.keys[name]}"')
+        super().contract(folder, json.loads(text))
+
+    def key(self, name: str) -> str:
+        return self.keys[name]
