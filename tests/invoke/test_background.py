@@ -46,14 +46,14 @@ async def test_async_skills_answer_at_once_and_push_results(make_skill, yard_for
     async with yard_for() as yard:
         ack = await yard.run(
             "render",
-            context={"session_id": "bg-1", "channel": "telegram", "user_id": "u1", "skill_args": {"api_key": "k"}},
+            context={"session_id": "bg-1", "channel": "chat-t", "user_id": "u1", "skill_args": {"api_key": "k"}},
         )
         assert ack == {"ok": True, "success": True, "async": True, "message": ack["message"]}
         assert recording_channel.sent == []
         await yard.background.drain()
         web = await yard.run("render", context={"session_id": "bg-2", "channel": "web", "skill_args": {"api_key": "k"}})
     [(recipient, text, files)] = recording_channel.sent
-    assert recipient["channel"] == "telegram" and recipient["session_id"] == "bg-1" and recipient["user_id"] == "u1"
+    assert recipient["channel"] == "chat-t" and recipient["session_id"] == "bg-1" and recipient["user_id"] == "u1"
     assert text == "render finished. rendered"
     assert files[0]["media"] == "video" and files[0]["ref"] == "video_1" and Path(files[0]["local_path"]).is_file()
     assert web["ok"] is True and "async" not in web and web["saw"][3] == "k"
@@ -72,7 +72,7 @@ async def test_background_runs_get_no_live_request_and_prefetched_configs(make_s
         },
     )
     async with yard_for() as yard:
-        await yard.run("probe", context={"channel": "telegram", "skill_args": {"api_key": "pre"}})
+        await yard.run("probe", context={"channel": "chat-t", "skill_args": {"api_key": "pre"}})
         await yard.background.drain()
     assert recording_channel.sent[0][1] == "probe finished. [None, None, None, 'pre', 'pre']"
 
@@ -97,7 +97,7 @@ async def test_async_skill_through_call_skill_runs_synchronously(make_skill, yar
         },
     )
     async with yard_for() as yard:
-        env = await yard.run("caller", context={"session_id": "as-2", "channel": "dingtalk"})
+        env = await yard.run("caller", context={"session_id": "as-2", "channel": "chat-d"})
         await yard.background.drain()
     assert env["inner"]["ok"] is True and "async" not in env["inner"] and env["inner"]["user_message"] == "done"
 
@@ -107,7 +107,7 @@ async def test_background_failure_is_pushed_to_the_channel(make_skill, yard_for,
         make_skill, "boom", "raise RuntimeError('kaput')", frontmatter="name: boom\ndescription: d\nasync: true"
     )
     async with yard_for() as yard:
-        ack = await yard.run("boom", context={"session_id": "as-3", "channel": "dingtalk", "user_id": "u9"})
+        ack = await yard.run("boom", context={"session_id": "as-3", "channel": "chat-d", "user_id": "u9"})
         await yard.background.drain()
     assert ack["ok"] is True and ack["async"] is True and isinstance(ack["message"], str)
     [(recipient, text, files)] = recording_channel.sent
@@ -123,7 +123,7 @@ async def test_background_run_is_not_bound_by_the_wall_clock(
     monkeypatch.setenv("SKILLYARD_WALL_CLOCK", "0.3")
     result_skill(make_skill, "render", SLOW, frontmatter="name: render\ndescription: d\nasync: true")
     async with yard_for() as yard:
-        await yard.run("render", {"sleep": 1.0}, context={"session_id": "as-4", "channel": "dingtalk"})
+        await yard.run("render", {"sleep": 1.0}, context={"session_id": "as-4", "channel": "chat-d"})
         await yard.background.drain()
     [(_, text, files)] = recording_channel.sent
     assert text.startswith("render finished"), text
@@ -143,7 +143,7 @@ async def test_force_raw_prompt_applies_to_background_runs(make_skill, yard_for,
     )
     async with yard_for() as yard:
         ack = await yard.run(
-            "slowpaint", {"prompt": "model words"}, context={"channel": "dingtalk", "raw_input": "用户原话"}
+            "slowpaint", {"prompt": "model words"}, context={"channel": "chat-d", "raw_input": "用户原话"}
         )
         await yard.background.drain()
     assert ack["async"] is True
@@ -154,7 +154,7 @@ async def test_ack_comes_at_once_and_artifacts_reach_the_channel(db_env, make_sk
     result_skill(make_skill, "render", RENDER, frontmatter=ASYNC_FM)
     session = sid("async")
     async with yard_for() as yard:
-        turn = yard.new_turn(session_id=session, channel="dingtalk", user_id="u1", reply_to="msg-7")
+        turn = yard.new_turn(session_id=session, channel="chat-d", user_id="u1", reply_to="msg-7")
         start = time.monotonic()
         ack = await yard.run("render", {"sleep": 1.5}, turn=turn)
         took = time.monotonic() - start
@@ -164,7 +164,7 @@ async def test_ack_comes_at_once_and_artifacts_reach_the_channel(db_env, make_sk
     assert set(ack) <= {"ok", "success", "async", "message"} and ack["ok"] is True and ack["async"] is True
     assert isinstance(ack["message"], str) and ack["message"]
     [(recipient, _, files)] = recording_channel.sent
-    assert recipient["channel"] == "dingtalk" and recipient["session_id"] == session
+    assert recipient["channel"] == "chat-d" and recipient["session_id"] == session
     assert recipient["user_id"] == "u1" and recipient["reply_to"] == "msg-7"
     delivered = sorted((Path(f["local_path"]).name, f["ref"]) for f in files)
     assert delivered == [("render.mp4", "video_1"), ("thumb.png", "img_1")], files
@@ -182,7 +182,7 @@ async def test_background_run_gets_no_live_objects_and_prefetched_configs(
     async with yard_for() as yard:
         await yard.configs.set("r1", "render", {"model": "m-1", "style": "noir"})
         ack = await yard.run(
-            "render", {"sleep": 0.5}, context={"channel": "dingtalk", "role_id": "r1", "session_id": sid("cfg")}
+            "render", {"sleep": 0.5}, context={"channel": "chat-d", "role_id": "r1", "session_id": sid("cfg")}
         )
         await yard.configs.set("r1", "render", {"model": "m-2", "style": "pop"})
         await yard.background.drain()
@@ -223,7 +223,7 @@ return {"ok": True, "local_path": str(ws / "never-written.mp4"), "images": [str(
         frontmatter="name: render\ndescription: d\nasync: true",
     )
     async with yard_for() as yard:
-        ack = await yard.run("render", context={"session_id": sid("push"), "channel": "dingtalk"})
+        ack = await yard.run("render", context={"session_id": sid("push"), "channel": "chat-d"})
         await yard.background.drain()
     assert ack["async"] is True
     [(_, _, files)] = recording_channel.sent
@@ -249,7 +249,7 @@ return {"ok": True, "user_message": json.dumps({"v": value, "factory": ctx.get("
         frontmatter="name: dbjob\ndescription: d\nasync: true",
     )
     async with yard_for() as yard:
-        ack = await yard.run("dbjob", context={"session_id": sid("dbbg"), "channel": "dingtalk"})
+        ack = await yard.run("dbjob", context={"session_id": sid("dbbg"), "channel": "chat-d"})
         await yard.background.drain()
     assert ack["async"] is True
     [(_, text, _)] = recording_channel.sent
@@ -265,7 +265,7 @@ async def test_background_run_keeps_the_skills_own_exec_timeout(db_env, make_ski
         frontmatter="name: hang\ndescription: d\nasync: true\nexec:\n  timeout: 0.5",
     )
     async with yard_for() as yard:
-        await yard.run("hang", context={"session_id": sid("bgto"), "channel": "dingtalk"})
+        await yard.run("hang", context={"session_id": sid("bgto"), "channel": "chat-d"})
         await yard.background.drain()
     [(_, text, files)] = recording_channel.sent
     assert text.startswith("hang failed"), text
@@ -296,7 +296,7 @@ async def test_a_background_run_downloads_and_pushes_its_url_result(
     )
     session = sid("bgurl")
     async with yard_for() as yard:
-        turn = yard.new_turn(session_id=session, channel="telegram", user_id="u9")
+        turn = yard.new_turn(session_id=session, channel="chat-t", user_id="u9")
         ack = await yard.run("gen", {"u": f"{server}/img/gen.png"}, turn=turn)
         await yard.background.drain()
     assert ack["async"] is True
@@ -324,7 +324,7 @@ async def test_a_background_run_gets_refs_resolved_before_dispatch(
     [photo] = make_files(tmp_path / "up", ["face.png"])
     async with yard_for() as yard:
         await yard.attach(session, [photo])
-        turn = yard.new_turn(session_id=session, channel="dingtalk")
+        turn = yard.new_turn(session_id=session, channel="chat-d")
         ack = await yard.run("edit", {"image": "img_1"}, turn=turn)
         await yard.background.drain()
     assert ack["async"] is True
@@ -338,7 +338,7 @@ async def test_a_background_push_carries_the_documented_attachment_keys(
     """hooks.md: "`attachments` are artifact items (`local_path`, `filename`, `media`, `ref`)"."""
     writer(make_skill, "bg", frontmatter="name: bg\ndescription: d\nasync: true")
     async with yard_for() as yard:
-        turn = yard.new_turn(session_id=sid("bgkeys"), channel="telegram")
+        turn = yard.new_turn(session_id=sid("bgkeys"), channel="chat-t")
         await yard.run(
             "bg", {"files": {"song.mp3": "s"}, "result": {"ok": True, "audios": ["{ws}/song.mp3"]}}, turn=turn
         )
@@ -356,7 +356,7 @@ async def test_a_large_background_result_is_pushed_with_its_files(db_env, make_s
     artifact (the receipt keeps `images`)."""
     writer(make_skill, "bigbg", frontmatter="name: bigbg\ndescription: d\nasync: true")
     async with yard_for() as yard:
-        turn = yard.new_turn(session_id=sid("bgbig"), channel="telegram")
+        turn = yard.new_turn(session_id=sid("bgbig"), channel="chat-t")
         await yard.run(
             "bigbg",
             {"files": {"p.png": "p"}, "result": {"ok": True, "rows": BIG_ROWS, "images": ["{ws}/p.png"]}},
@@ -378,7 +378,7 @@ async def test_a_background_failure_push_never_holds_a_credential(db_env, make_s
     )
     async with yard_for() as yard:
         await yard.configs.set("r-bg", "bgleak", {"api_token": "tok-BGSECRET-9911"})
-        turn = yard.new_turn(session_id=sid("bgsec"), channel="telegram", role_id="r-bg")
+        turn = yard.new_turn(session_id=sid("bgsec"), channel="chat-t", role_id="r-bg")
         ack = await yard.run("bgleak", turn=turn)
         await yard.background.drain()
     assert ack["async"] is True

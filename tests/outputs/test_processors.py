@@ -267,7 +267,13 @@ async def test_materialized_downloads_are_turn_artifacts_and_survive_offload(
 def test_processor_chain_order_is_documented_order(yard_for):
     yard = yard_for()
     names = [p.name for p in yard.registries.processors]
-    assert names == ["materialize_urls", "register_artifacts", "collect_artifacts", "offload_large_result"]
+    assert names == [
+        "materialize_urls",
+        "register_artifacts",
+        "collect_artifacts",
+        "deliver_artifacts",
+        "offload_large_result",
+    ]
 
 
 async def test_content_disposition_filename_star_is_decoded(db_env, make_skill, yard_for, server, allow_private):

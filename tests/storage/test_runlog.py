@@ -133,7 +133,7 @@ async def test_a_background_run_is_in_the_run_log(db_env, make_skill, yard_for, 
     writer(make_skill, "bglog", frontmatter="name: bglog\ndescription: d\nasync: true")
     session = sid("bglog")
     async with yard_for() as yard:
-        turn = yard.new_turn(session_id=session, channel="telegram")
+        turn = yard.new_turn(session_id=session, channel="chat-t")
         await yard.run("bglog", {"files": {"x.png": "x"}}, turn=turn)
         await yard.background.drain()
     rows = await _run_rows(db_env, session)

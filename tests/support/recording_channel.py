@@ -1,5 +1,6 @@
 """A chat channel that records what the platform sends (background pushes of async skills, §8), registered through
-the same pluggy hook a real channel plugin uses; the ``recording_channel`` fixture is shared by every test file
+the same pluggy hook a real channel plugin uses, in the first channel protocol (``send(recipient, text,
+attachments)`` only), which the registry adapts; the ``recording_channel`` fixture is shared by every test file
 through the root conftest."""
 
 from __future__ import annotations
@@ -23,14 +24,15 @@ class RecordingChannel:
 
 @pytest.fixture
 def recording_channel() -> Iterator[RecordingChannel]:
-    """The recorder, answering as the telegram and dingtalk channels for the test."""
+    """The recorder, answering as the channels ``chat-t`` and ``chat-d`` for the test (non-web chat channels; the
+    built-in adapters own the vendors' names)."""
     channel = RecordingChannel()
 
     class Plugin:
         @hookimpl
         def register_channels(self, register: Any) -> None:
-            register("telegram", channel)
-            register("dingtalk", channel)
+            register("chat-t", channel)
+            register("chat-d", channel)
 
     plugin = Plugin()
     pm.register(plugin, name="test-recording-channel")

@@ -1,0 +1,7 @@
+"""Fixtures of the send_message tests: the shared ``host`` (support/channels/host.py)."""
+
+from __future__ import annotations
+
+from support.channels.host import host
+
+__all__ = ["host"]
