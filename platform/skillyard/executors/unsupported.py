@@ -1,4 +1,4 @@
-"""BROWSER and MCP exec types: declared by the spec, not implemented yet; they answer a clear failure."""
+"""The BROWSER exec type: declared by the spec, not implemented yet; it answers a clear failure."""
 
 from __future__ import annotations
 
@@ -29,5 +29,4 @@ class NotSupportedExecutor:
 
 @hookimpl
 def register_exec_types(register: Any) -> None:
-    for name in ("BROWSER", "MCP"):
-        register(name, NotSupportedExecutor(name))
+    register("BROWSER", NotSupportedExecutor("BROWSER"))

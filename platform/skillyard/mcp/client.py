@@ -1,0 +1,185 @@
+"""Connections to configured MCP servers, pooled per server (the official SDK's ``mcp.Client``).
+
+A connection starts lazily on first use and is reused: a stdio server is started once, an HTTP session kept open.
+A connection whose server died is restarted once on the next call; the pool closes every connection when the yard
+closes. The SDK's client is an anyio context manager, which must be left in the task that entered it, so each
+connection is held open by a task of its own and calls reach it from any task.
+
+A stdio server's stderr goes to ``SKILLYARD_HOME/logs/mcp-<name>.log`` (never to the host's own output).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import SkillyardError
+from .settings import McpServer
+
+log = logging.getLogger("skillyard.mcp")
+
+#: Seconds a server may take to start and answer the handshake.
+CONNECT_TIMEOUT_S = 30.0
+
+
+class McpUnreachable(SkillyardError):
+    """The server could not be started or connected to (``TOOL_UNREACHABLE``); the message says why."""
+
+
+class McpConnection:
+    """One server's connection (see the module docstring)."""
+
+    def __init__(self, server: McpServer, logs: Path) -> None:
+        self.server = server
+        self.logs = logs
+        self._client: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._lock = asyncio.Lock()
+
+    def _target(self, errlog: TextIO) -> Any:
+        """The SDK transport to hand ``mcp.Client``: a stdio launch, the URL, or HTTP with our headers."""
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        if self.server.command:
+            params = StdioServerParameters(
+                command=self.server.command, args=list(self.server.args), env=dict(self.server.env), cwd=self.server.cwd
+            )
+            return stdio_client(params, errlog=errlog)
+        assert self.server.url is not None
+        if not self.server.headers:
+            return self.server.url
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        # the SDK's own default timeouts, with the configured headers (a bearer token, …)
+        http = httpx2.AsyncClient(headers=dict(self.server.headers), timeout=httpx2.Timeout(30.0, read=300.0))
+        return _HttpTransport(streamable_http_client(self.server.url, http_client=http), http)
+
+    async def _hold(self, ready: asyncio.Future[Any]) -> None:
+        from mcp.client.client import Client
+
+        self.logs.mkdir(parents=True, exist_ok=True)
+        with open(self.logs / f"mcp-{self.server.name}.log", "a", encoding="utf-8") as errlog:
+            try:
+                target = self._target(errlog)
+                client = Client(target)
+                async with client:
+                    if not ready.done():
+                        ready.set_result(client)
+                    await self._stop.wait()
+            except BaseException as exc:  # the server died, or never started: the next call restarts it
+                if not ready.done():
+                    ready.set_exception(exc if isinstance(exc, Exception) else McpUnreachable(str(exc)))
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                log.warning("MCP server %r: the connection ended (%s)", self.server.name, type(exc).__name__)
+
+    async def client(self) -> Any:
+        """The connected client, starting (or restarting) the server when needed."""
+        async with self._lock:
+            if self._task is not None and not self._task.done() and self._client is not None:
+                return self._client
+            self._client = None
+            self._stop = asyncio.Event()
+            ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._task = asyncio.create_task(self._hold(ready), name=f"mcp:{self.server.name}")
+            try:
+                self._client = await asyncio.wait_for(asyncio.shield(ready), CONNECT_TIMEOUT_S)
+            except TimeoutError:
+                await self.close()
+                raise McpUnreachable(
+                    f"MCP server {self.server.name!r} did not answer the handshake within {CONNECT_TIMEOUT_S:g} s; "
+                    f"check its command/url and its log {self.logs / f'mcp-{self.server.name}.log'}"
+                ) from None
+            except Exception as exc:
+                raise McpUnreachable(
+                    f"MCP server {self.server.name!r} could not be {'started' if self.server.command else 'reached'}: "
+                    f"{_reason(exc)}; check its command/url and its log {self.logs / f'mcp-{self.server.name}.log'}"
+                ) from None
+            return self._client
+
+    def dead(self) -> bool:
+        return self._task is not None and self._task.done()
+
+    async def close(self) -> None:
+        self._stop.set()
+        task, self._task, self._client = self._task, None, None
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(task, 10)
+            except (TimeoutError, Exception):
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+
+class _HttpTransport:
+    """The SDK's streamable HTTP transport with our own httpx client (closed with it)."""
+
+    def __init__(self, transport: Any, http: Any) -> None:
+        self.transport = transport
+        self.http = http
+
+    async def __aenter__(self) -> Any:
+        return await self.transport.__aenter__()
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        try:
+            return await self.transport.__aexit__(*exc)
+        finally:
+            await self.http.aclose()
+
+
+def _reason(exc: BaseException) -> str:
+    """A short reason without a traceback (an exception group shows its first leaf)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class McpPool:
+    """Connections by server name, created on first use."""
+
+    def __init__(self, servers: dict[str, McpServer], logs: Path) -> None:
+        self.servers = servers
+        self.logs = logs
+        self._connections: dict[str, McpConnection] = {}
+
+    def connection(self, name: str) -> McpConnection:
+        server = self.servers.get(name)
+        if server is None:
+            known = ", ".join(self.servers) or "none"
+            raise McpUnreachable(f"no MCP server {name!r} in settings.toml [mcp.servers] (configured: {known})")
+        found = self._connections.get(name)
+        if found is None or found.server != server:
+            found = self._connections[name] = McpConnection(server, self.logs)
+        return found
+
+    async def list_tools(self, name: str) -> list[Any]:
+        """Every tool the server lists (all pages, bounded)."""
+        client = await self.connection(name).client()
+        tools: list[Any] = []
+        cursor = None
+        for _page in range(100):
+            result = await asyncio.wait_for(client.list_tools(cursor=cursor), self.servers[name].timeout)
+            tools += result.tools
+            cursor = result.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    async def call_tool(self, name: str, tool: str, arguments: dict[str, Any]) -> Any:
+        """``tools/call``; a connection found dead is restarted once first."""
+        connection = self.connection(name)
+        client = await connection.client()
+        return await client.call_tool(tool, arguments)
+
+    async def close(self) -> None:
+        connections, self._connections = list(self._connections.values()), {}
+        for connection in connections:
+            await connection.close()

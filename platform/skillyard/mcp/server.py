@@ -1,0 +1,311 @@
+"""``skillyard mcp serve``: the exposed skills as MCP tools over the SDK's low-level server (stdio or streamable
+HTTP), their files as resources, the catalog watched for ``tools/list_changed``.
+
+Every call runs through ``yard.run`` with the caller's identity (its token, or the server's ``--context``) in the
+MCP session's skillyard session; a client's cancellation sets the run's ``abort_signal``, its progress token
+receives what the skill reports through ``runtime_context["progress"]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
+
+from ..catalog.skill import Skill
+from ..errors import SkillyardError
+from ..invoke.policy import DETACHED
+from ..tokens.store import TokenStore
+from ..yard import SkillYard
+from .auth import StoreTokenVerifier, identity_of
+from .resources import ResourceProblem, read_resource, session_resources, skill_resources
+from .runs import BackgroundRuns
+from .session import (
+    CHANNEL,
+    SESSION_META_KEY,
+    Caller,
+    SessionRefused,
+    Sessions,
+    default_session,
+    named_session,
+    new_connection_session,
+    session_from_mcp,
+)
+from .tools import RUN_STATUS_TOOL, ExposedTool, call_result, error_result, exposed_tools, tool_list
+
+log = logging.getLogger("skillyard.mcp")
+#: How long a cancelled run may take to honour its abort_signal before its task is cancelled.
+ABORT_GRACE_S = 5.0
+#: How often the skill roots are read again for ``tools/list_changed``.
+DEFAULT_RESCAN_S = 2.0
+#: How long one ``list_changed`` notification may take to reach a client.
+NOTIFY_TIMEOUT_S = 2.0
+#: Connections remembered for notifications (the most recently seen ones).
+MAX_CONNECTIONS = 1000
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class SkillServer:
+    """One MCP server over one host: its sessions, background runs and the connections to notify."""
+
+    def __init__(self, yard: SkillYard, server_caller: Caller | None, *, rescan_s: float = DEFAULT_RESCAN_S) -> None:
+        """``server_caller``: who tokenless requests run as (stdio, ``--no-auth``); None refuses them."""
+        self.yard = yard
+        self.server_caller = server_caller
+        self.rescan_s = rescan_s
+        self.sessions = Sessions()
+        self.runs = BackgroundRuns()
+        self.verifier = StoreTokenVerifier(TokenStore(yard.database))
+        self.stdio_session = new_connection_session()
+        self._connections: OrderedDict[str, ServerSession] = OrderedDict()
+        self.tools: dict[str, ExposedTool] = exposed_tools(yard)
+        self.changes = InMemorySubscriptionBus()  # 2026-07-28 clients hear of changes on subscriptions/listen
+        self.lowlevel: Server[Any] = Server(
+            "skillyard",
+            version=_version(),
+            instructions="skillyard skills as tools; each skill's SKILL.md and references/ are resources.",
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_read_resource=self._read_resource,
+            on_subscriptions_listen=ListenHandler(self.changes),
+        )
+
+    def initialization_options(self) -> Any:
+        return self.lowlevel.create_initialization_options(NotificationOptions(tools_changed=True))
+
+    # who and where ---------------------------------------------------------------------------------------
+    def _caller(self, ctx: ServerRequestContext[Any]) -> Caller:
+        request = ctx.request
+        user = request.scope.get("user") if request is not None else None
+        if isinstance(user, AuthenticatedUser):
+            identity = identity_of(user.access_token)
+            if identity is not None:
+                return Caller.from_token(identity)
+        if self.server_caller is None:  # the bearer middleware refuses these first; never run as nobody
+            raise MCPError(types.INVALID_REQUEST, "a token is required: send 'Authorization: Bearer <token>'")
+        return self.server_caller
+
+    def _session(self, ctx: ServerRequestContext[Any], caller: Caller) -> tuple[str, Any]:
+        """The skillyard session of a request and its turn: named in ``_meta``, else the MCP session's, else the
+        stdio connection's, else (sessionless HTTP) the caller's own."""
+        named = (ctx.meta or {}).get(SESSION_META_KEY)
+        request = ctx.request
+        header = request.headers.get("mcp-session-id") if request is not None else None
+        if named is not None:
+            session_id = named_session(named)
+        elif header:
+            session_id = session_from_mcp(header)
+        elif request is None:
+            session_id = self.stdio_session
+        else:
+            session_id = default_session(caller)
+        turn = self.sessions.claim(session_id, caller)
+        self._connections[session_id] = ctx.session
+        self._connections.move_to_end(session_id)
+        while len(self._connections) > MAX_CONNECTIONS:
+            self._connections.popitem(last=False)
+        return session_id, turn
+
+    # handlers --------------------------------------------------------------------------------------------
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        try:
+            self._session(ctx, self._caller(ctx))  # remembered: this connection hears of changes to the list
+        except SessionRefused as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        return types.ListToolsResult(tools=tool_list(self.tools))
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        caller = self._caller(ctx)
+        try:
+            session_id, turn = self._session(ctx, caller)
+        except SessionRefused as exc:
+            return error_result(str(exc))
+        arguments = params.arguments or {}
+        if params.name == RUN_STATUS_TOOL:
+            return self._run_status(caller, arguments)
+        tool = self.tools.get(params.name)
+        if tool is None:
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}; tools/list shows the tools")
+        context = {**caller.context, "session_id": session_id, "channel": CHANNEL}
+        try:
+            if tool.skill.is_async:
+                run_id = self.runs.start(caller.owner, self.yard.run(tool.name, arguments, context, policy=DETACHED))
+                return call_result(_acknowledgement(tool.name, run_id), session_id)
+            abort = asyncio.Event()
+            context["abort_signal"] = abort
+            context["progress"] = ctx.session.report_progress
+            envelope = await self._run_abortable(tool.name, arguments, context, turn, abort)
+        except SkillyardError as exc:  # refused at the host's edge (bad context, unreachable database)
+            return error_result(str(exc))
+        return call_result(envelope, session_id)
+
+    async def _run_abortable(
+        self, name: str, arguments: dict[str, Any], context: dict[str, Any], turn: Any, abort: asyncio.Event
+    ) -> dict[str, Any]:
+        """Run a skill; when the client cancels, set its ``abort_signal`` and give it a moment to stop itself."""
+        task = asyncio.ensure_future(self.yard.run(name, arguments, context, turn=turn))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            abort.set()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait({task}, timeout=ABORT_GRACE_S)
+            task.cancel()
+            raise
+
+    def _run_status(self, caller: Caller, arguments: dict[str, Any]) -> types.CallToolResult:
+        run_id = arguments.get("run_id")
+        if not isinstance(run_id, str) or not run_id:
+            return error_result(f'{RUN_STATUS_TOOL} needs {{"run_id": "..."}}, the id an async skill answered with')
+        status = self.runs.status(caller.owner, run_id)
+        if status is None:
+            return error_result(f"no background run {run_id!r} of yours; use the run_id an async skill answered with")
+        return types.CallToolResult(
+            content=[types.TextContent(text=_json(status))],
+            structured_content=status,
+            is_error=status.get("ok") is False,
+        )
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        caller = self._caller(ctx)
+        resources = skill_resources(_skills(self.tools))
+        try:
+            session_id, _ = self._session(ctx, caller)
+        except SessionRefused as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        if self.yard.database.exists:  # a session's files live in the database: never start one to list none
+            resources += await session_resources(self.yard, session_id)
+        return types.ListResourcesResult(resources=resources)
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        caller = self._caller(ctx)
+        try:
+            session_id, _ = self._session(ctx, caller)
+            skills = {skill.name: skill for skill in _skills(self.tools)}
+            return await read_resource(self.yard, str(params.uri), session_id, skills)
+        except (SessionRefused, ResourceProblem) as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+
+    # the catalog -----------------------------------------------------------------------------------------
+    async def refresh(self) -> bool:
+        """Read the skill roots again; when the tools changed, tell every known handshake-era connection and every
+        2026-07-28 listener. True if they did."""
+        self.yard.rescan()
+        tools = exposed_tools(self.yard)
+        before = {name: tool.definition() for name, tool in self.tools.items()}
+        self.tools = tools
+        if before == {name: tool.definition() for name, tool in tools.items()}:
+            return False
+        for session_id, session in list(self._connections.items()):
+            try:
+                with anyio.fail_after(NOTIFY_TIMEOUT_S):
+                    await session.send_tool_list_changed()
+            except Exception as exc:  # a client gone, or one without a notification stream
+                log.info("tools/list_changed not delivered to session %s (%s)", session_id, exc.__class__.__name__)
+        await self.changes.publish(ToolsListChanged())
+        return True
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(self.rescan_s)
+            try:
+                await self.refresh()
+            except Exception:  # a bad folder must not stop the watcher; the catalog reports per skill
+                log.exception("rescan for tools/list_changed failed")
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[SkillServer]:
+        """The host open, the catalog watched; background runs stopped and the host closed after."""
+        async with self.yard:
+            watcher = asyncio.get_running_loop().create_task(self._watch())
+            try:
+                yield self
+            finally:
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+                await self.runs.close()
+
+    # transports ------------------------------------------------------------------------------------------
+    def http_app(self, host: str, port: int, require_token: bool) -> Starlette:
+        """The streamable HTTP app; with ``require_token`` the SDK's bearer middleware refuses tokenless requests
+        and binds each MCP session to its token. DNS-rebinding protection is on for every host."""
+        security = None
+        if host not in LOOPBACK:
+            security = TransportSecuritySettings(allowed_hosts=[f"{host}:*"], allowed_origins=[f"http://{host}:*"])
+        if not require_token:
+            return self.lowlevel.streamable_http_app(host=host, transport_security=security)
+        return self.lowlevel.streamable_http_app(
+            host=host,
+            transport_security=security,
+            token_verifier=self.verifier,
+            auth=AuthSettings(issuer_url=AnyHttpUrl(f"http://{_host_port(host, port)}"), resource_server_url=None),
+        )
+
+    async def serve_stdio(self) -> None:
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read, write):
+            await self.lowlevel.run(read, write, self.initialization_options())
+
+
+def _acknowledgement(tool: str, run_id: str) -> dict[str, Any]:
+    """An async skill's immediate answer (§8), pointing at the run-status tool."""
+    return {
+        "ok": True,
+        "success": True,
+        "async": True,
+        "run_id": run_id,
+        "message": f"{tool} is running in the background; call {RUN_STATUS_TOOL} with "
+        f'{{"run_id": "{run_id}"}} for its result.',
+    }
+
+
+def _skills(tools: dict[str, ExposedTool]) -> list[Skill]:
+    """The skills behind the tools, once each (a fanned-out skill has several tools)."""
+    seen: dict[str, Skill] = {}
+    for tool in tools.values():
+        seen.setdefault(tool.skill.name, tool.skill)
+    return list(seen.values())
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("skillyard")
+    except PackageNotFoundError:
+        return ""

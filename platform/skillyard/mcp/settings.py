@@ -1,0 +1,147 @@
+"""MCP servers whose tools become skills: ``[mcp.servers.NAME]`` in ``SKILLYARD_HOME/settings.toml``.
+
+A server is either stdio (``command``, ``args``, ``env``) or streamable HTTP (``url``, ``headers``), never both.
+``allow`` (optional) is an allow-list the server's ``tools/list`` is always intersected with; ``aliases`` keeps an
+old tool name resolvable after the server renamed it (``[mcp.servers.NAME.aliases] old = "new"``); ``timeout``
+bounds each call (seconds, default 60). ``${VAR}`` in ``env`` values, ``headers`` values and ``url`` comes from the
+host environment; only what is listed in ``env`` reaches a stdio server. A server entry with a problem is left
+out and the problem is kept for ``skillyard list`` / ``doctor``; the other servers still load.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import SkillyardError
+from ..settings import read_settings_file
+
+SETTINGS_FILE = "settings.toml"
+DEFAULT_TIMEOUT_S = 60.0
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_KEYS = {"command", "args", "env", "url", "headers", "allow", "aliases", "timeout", "cwd"}
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """One configured MCP server (secrets stay in ``env`` / ``headers``: never print those)."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    allow: tuple[str, ...] | None = None
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT_S
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command else "http"
+
+    def allows(self, tool: str) -> bool:
+        return self.allow is None or tool in self.allow
+
+    def definition(self) -> dict[str, Any]:
+        """What identifies the server's tool list (its cache is refetched when this changes); no secret values."""
+        return {
+            "command": self.command,
+            "args": list(self.args),
+            "url": self.url,
+            "env": sorted(self.env),
+            "headers": sorted(self.headers),
+            "allow": list(self.allow) if self.allow is not None else None,
+        }
+
+
+class McpSettingsError(SkillyardError):
+    """One server entry that cannot be used; the message names the entry and the fix."""
+
+
+def _expand(text: str, where: str) -> str:
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        found = os.environ.get(name)
+        if found is None:
+            raise McpSettingsError(f"{where} uses ${{{name}}}, which is not set in the environment; export {name}")
+        return found
+
+    return _VARIABLE.sub(value, text)
+
+
+def _strings(raw: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+        raise McpSettingsError(f'{where} must be a list of strings, e.g. ["server.py"]')
+    return tuple(raw)
+
+
+def _table(raw: Any, where: str) -> dict[str, str]:
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        raise McpSettingsError(f'{where} must be a table of strings, e.g. {{ TOKEN = "${{TOKEN}}" }}')
+    return {str(k): v for k, v in raw.items()}
+
+
+def parse_server(name: str, raw: Any) -> McpServer:
+    """One ``[mcp.servers.NAME]`` table; :class:`McpSettingsError` names what is wrong."""
+    where = f"[mcp.servers.{name}]"
+    if not _NAME.match(name):
+        raise McpSettingsError(f"{where}: a server name is letters, digits, '_' or '-' (at most 64), e.g. crm")
+    if not isinstance(raw, dict):
+        raise McpSettingsError(f"{where} must be a table with command (stdio) or url (streamable HTTP)")
+    unknown = sorted(set(raw) - _KEYS)
+    if unknown:
+        raise McpSettingsError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KEYS))}")
+    command, url = raw.get("command"), raw.get("url")
+    if bool(command) == bool(url):
+        raise McpSettingsError(
+            f'{where} needs exactly one of command (a stdio server, e.g. command = "python") and url (streamable '
+            'HTTP, e.g. url = "http://127.0.0.1:8765/mcp")'
+        )
+    if command is not None and not isinstance(command, str):
+        raise McpSettingsError(f"{where}.command must be a string")
+    if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
+        raise McpSettingsError(f"{where}.url must be an http:// or https:// URL")
+    timeout = raw.get("timeout", DEFAULT_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 3600:
+        raise McpSettingsError(f"{where}.timeout must be a number of seconds between 0 and 3600")
+    allow = raw.get("allow")
+    aliases = _table(raw.get("aliases", {}), f"{where}.aliases")
+    env = _table(raw.get("env", {}), f"{where}.env")
+    headers = _table(raw.get("headers", {}), f"{where}.headers")
+    return McpServer(
+        name=name,
+        command=command,
+        args=_strings(raw.get("args", []), f"{where}.args"),
+        env={k: _expand(v, f"{where}.env.{k}") for k, v in env.items()},
+        cwd=str(raw["cwd"]) if raw.get("cwd") else None,
+        url=_expand(url, f"{where}.url") if url else None,
+        headers={k: _expand(v, f"{where}.headers.{k}") for k, v in headers.items()},
+        allow=_strings(allow, f"{where}.allow") if allow is not None else None,
+        aliases=aliases,
+        timeout=float(timeout),
+    )
+
+
+def load_servers(home: Path) -> tuple[dict[str, McpServer], list[str]]:
+    """The usable servers by name and a problem per entry left out (a settings file that does not parse raises)."""
+    path = home / SETTINGS_FILE
+    data = read_settings_file(path)
+    mcp = data.get("mcp", {})
+    servers = mcp.get("servers", {}) if isinstance(mcp, dict) else None
+    if not isinstance(servers, dict):
+        return {}, [f"{path}: [mcp.servers] must be a table of servers, e.g. [mcp.servers.crm]"]
+    found: dict[str, McpServer] = {}
+    problems: list[str] = []
+    for name, raw in servers.items():
+        try:
+            found[name] = parse_server(str(name), raw)
+        except McpSettingsError as exc:
+            problems.append(f"{path}: {exc}")
+    return found, problems
