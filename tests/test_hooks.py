@@ -214,7 +214,7 @@ async def test_register_channels(plugin_reg):
 
     plugin_reg(Plugin(), "channels-plugin")
     async with SkillYard(include_builtin=False) as yard:
-        assert yard.channels.names() == ["chat-a"]
+        assert "chat-a" in yard.channels.names()
         assert await yard.channels.deliver({"channel": "chat-a", "session_id": "s"}, "hi", []) is True
         assert await yard.channels.deliver({"channel": "nowhere"}, "hi", []) is False
     assert first.sent == [("s", "hi")]

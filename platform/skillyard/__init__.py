@@ -12,6 +12,7 @@ from .lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .catalog.skill import Skill
+    from .credentials import mask_secrets, masked_logger
     from .errors import (
         CredentialNotInInput,
         InvalidInput,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         identity_org_id,
     )
     from .invoke.policy import RunPolicy
+    from .outputs.address_guard import RefusedDestination, checked_addresses, private_hosts_allowed
     from .outputs.safe_write import (
         UnsafePath,
         safe_write,
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "CredentialNotInInput": ".errors",
     "InvalidInput": ".errors",
+    "RefusedDestination": ".outputs.address_guard",
     "RunPolicy": ".invoke.policy",
     "Skill": ".catalog.skill",
     "SkillYard": ".yard",
@@ -46,15 +49,20 @@ _EXPORTS = {
     "UnknownExecType": ".errors",
     "UnknownSkill": ".errors",
     "UnsafePath": ".outputs.safe_write",
+    "checked_addresses": ".outputs.address_guard",
     "current_department": ".invoke.identity",
     "department_path": ".invoke.identity",
     "hookimpl": ".hookspecs",
     "identity_org_id": ".invoke.identity",
+    "mask_secrets": ".credentials",
+    "masked_logger": ".credentials",
+    "private_hosts_allowed": ".outputs.address_guard",
     "safe_write": ".outputs.safe_write",
 }
 __all__ = [
     "CredentialNotInInput",
     "InvalidInput",
+    "RefusedDestination",
     "RunPolicy",
     "Skill",
     "SkillYard",
@@ -64,10 +72,14 @@ __all__ = [
     "UnknownExecType",
     "UnknownSkill",
     "UnsafePath",
+    "checked_addresses",
     "current_department",
     "department_path",
     "hookimpl",
     "identity_org_id",
+    "mask_secrets",
+    "masked_logger",
+    "private_hosts_allowed",
     "safe_write",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

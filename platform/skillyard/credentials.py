@@ -13,10 +13,12 @@ log lines its modules write while it runs (:func:`masked_logger`). A run without
 from __future__ import annotations
 
 import base64
+import contextlib
 import contextvars
+import functools
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -48,8 +50,16 @@ def looks_secret(name: str) -> bool:
 
 
 def secret_config(name: str, declared: Iterable[str] = ()) -> bool:
-    """True when a config key holds a credential: the wider rule, or a name the skill declares secret."""
-    return bool(_CONFIG_SECRET_RX.search(name)) or name.lower() in {d.lower() for d in declared}
+    """True when a config key holds a credential: the wider rule, or a name the skill declares secret (an entry
+    ending in ``*`` declares every key starting with what comes before it: ``alias_*``)."""
+    if _CONFIG_SECRET_RX.search(name):
+        return True
+    lowered = name.lower()
+    for entry in declared:
+        pattern = entry.lower()
+        if lowered == pattern or (pattern.endswith("*") and lowered.startswith(pattern[:-1])):
+            return True
+    return False
 
 
 def _forms(value: str) -> set[str]:
@@ -66,15 +76,17 @@ class Masker:
     """Replaces a run's credential values (in all their forms) by ``***`` in text and in nested JSON values."""
 
     def __init__(self, values: Iterable[str]) -> None:
-        forms = set().union(*(_forms(v) for v in values if isinstance(v, str) and len(v) >= MIN_MASKED))
+        self.values = tuple(v for v in values if isinstance(v, str) and len(v) >= MIN_MASKED)
+        forms = set().union(*(_forms(v) for v in self.values))
         ordered = sorted(forms, key=len, reverse=True)  # longest first: a value inside another's form stays whole
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
     @classmethod
     def of(cls, values: Iterable[str]) -> Masker | None:
-        """A masker for ``values``, or None when none is long enough to mask (the common case: no credential)."""
-        masker = cls(values)
-        return masker if masker._pattern is not None else None
+        """A masker for ``values``, or None when none is long enough to mask (the common case: no credential).
+        Built once per set of values: every encoded form and one regular expression cost more than many a run they
+        guard, and a role's secrets come back run after run."""
+        return _masker_of(tuple(values))
 
     def text(self, text: str) -> str:
         assert self._pattern is not None
@@ -110,6 +122,24 @@ class _MaskingFilter(logging.Filter):
 
 
 _FILTER = _MaskingFilter()
+
+
+@functools.lru_cache(maxsize=128)
+def _masker_of(values: tuple[str, ...]) -> Masker | None:
+    masker = Masker(values)
+    return masker if masker._pattern is not None else None
+
+
+@contextlib.contextmanager
+def mask_secrets(values: Iterable[str]) -> Iterator[None]:
+    """Mask ``values`` too (with the running run's own credentials) in the lines of masked loggers while the block
+    runs: for secrets that are no config of the running skill (a URL's token, another skill's credentials)."""
+    running = current_masker.get()
+    token = current_masker.set(Masker.of((*(running.values if running is not None else ()), *values)))
+    try:
+        yield
+    finally:
+        current_masker.reset(token)
 
 
 def masked_logger(name: str) -> logging.Logger:

@@ -50,11 +50,16 @@ def register_result_processors(register: Callable[..., None]) -> None:
 def register_channels(register: Callable[..., None]) -> None:
     """Register channel adapters, one per channel name.
 
-    Call ``register(name, channel)`` where ``channel`` has
-    ``async def send(recipient, text, attachments) -> None``; ``recipient`` carries ``channel``, ``session_id``,
-    ``user_id``, ``actor_id`` and ``reply_to`` of the conversation, ``attachments`` the artifact items
-    (``local_path``, ``filename``, ``media``, ``ref``). Background results of async skills are delivered
-    through it. A name registered twice fails at startup.
+    Call ``register(name, channel)``. ``channel`` is a :class:`skillyard.channels.ChatChannel` (``send_text`` and
+    ``send_image`` / ``send_video`` / ``send_audio`` / ``send_file`` per recipient, given an ``OutgoingMessage``
+    and a ``SendContext`` with the role's ``send_message`` configs ``<channel>_<name>`` and a shared HTTP client;
+    failures raise ``ChannelError`` with the envelope's ``error_type``), or an object with only
+    ``async def send(recipient, text, attachments) -> None`` (the first protocol, adapted by the registry:
+    ``recipient`` carries ``channel``, ``id``, ``session_id``, ``user_id``, ``actor_id`` and ``reply_to``,
+    ``attachments`` the file items: ``local_path``, ``filename``, ``media``, ``ref``). ``send_message``, artifact
+    delivery to ``reply_to`` and the results of async skills all go through it. The built-in channels (feishu,
+    wecom, dingtalk, telegram, slack, webhook, web) are default plugins of this hook. A name registered twice
+    fails at startup.
 
     :param register: the host's registration callback.
     """

@@ -47,7 +47,8 @@ def _size_env(name: str, default: int) -> int:
     return size
 
 
-def _flag_env(name: str) -> bool:
+def flag_env(name: str) -> bool:
+    """An on/off environment variable: ``1``, ``true``, ``yes`` or ``on`` (any case) is on."""
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
@@ -211,7 +212,7 @@ class Settings:
             subprocess_timeout=float_env("SKILLYARD_SUBPROCESS_TIMEOUT", 60.0),
             wall_clock=float_env("SKILLYARD_WALL_CLOCK", 240.0),
             rescan_interval=float_env("SKILLYARD_RESCAN_INTERVAL", 0.0, zero_ok=True),
-            allow_private_urls=_flag_env("SKILLYARD_ALLOW_PRIVATE_URLS"),
+            allow_private_urls=flag_env("SKILLYARD_ALLOW_PRIVATE_URLS"),
             max_download_bytes=int(float_env("SKILLYARD_MAX_DOWNLOAD_MB", 200.0) * 1024 * 1024),
             stdout_limit=_size_env("SKILLYARD_STDOUT_LIMIT", 16 * 1024 * 1024),
             stderr_tail=_size_env("SKILLYARD_STDERR_TAIL", 64 * 1024),

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .agent.router import AgentRouter
     from .agent.runner import Agent
     from .chains.engine import ChainEngine
+    from .mcp.hub import McpHub
 
 log = logging.getLogger("skillyard")
 READ_LIMIT = 40_000
@@ -91,7 +92,7 @@ class SkillYard:
         self.directory = Directory(self.database)
         self.attachments = AttachmentStore(self.database, self.settings.home / "attachments")
         self.background = BackgroundQueue(self)
-        self.channels = ChannelRegistry.from_plugins(self.pm)
+        self.channels = ChannelRegistry.from_plugins(self.pm, self)
         self.catalog = Catalog(
             self._roots(
                 [Path(d) for d in skills_dirs or []], include_builtin, [Path(d) for d in untrusted_skills_dirs or []]
@@ -198,6 +199,7 @@ class SkillYard:
             self._opened = False
             for result in self.pm.hook.shutdown(yard=self):
                 await await_me_maybe(result)
+        await self.channels.close()
         await self.runlog.close()
         await self.database.close()
 
@@ -377,6 +379,17 @@ class SkillYard:
         from .agent.entry import open_agent
 
         return await open_agent(self, agent_dir, model=model)
+
+    @property
+    def mcp(self) -> McpHub:
+        """The configured MCP servers, their pooled connections and cached tool lists (docs/mcp.md); made on first
+        use, so a host that calls no MCP tool imports none of the SDK."""
+        hub = self.__dict__.get("_mcp")
+        if hub is None:
+            from .mcp.hub import McpHub
+
+            hub = self.__dict__["_mcp"] = McpHub(self)
+        return hub
 
     async def agent_from_db(self, agent_code: str, *, model: Any = None) -> Agent:
         """Load an agent stored in the database (``skillyard agent import``) and bind it to a model."""

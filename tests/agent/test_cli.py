@@ -137,7 +137,9 @@ def test_cli_check_warnings_alone_pass(memo_agent: MemoAgent):
     assert all(set(r) == {"kind", "severity", "skill", "tool", "rule", "path", "message"} for r in rows)
     assert {r["severity"] for r in rows} == {"warning"}
     assert any(r["rule"] == "§11" and r["tool"] == "pickTool" and "userId" in r["path"] for r in rows), rows
-    assert any(r["rule"] == "P0.uncontracted_read" and r["tool"] == "plainTool" and r["kind"] == "preflight" for r in rows), rows
+    assert any(
+        r["rule"] == "P0.uncontracted_read" and r["tool"] == "plainTool" and r["kind"] == "preflight" for r in rows
+    ), rows
 
 
 @pytest.mark.parametrize("what", ["no AGENT.md", "missing folder"])

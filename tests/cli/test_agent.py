@@ -59,9 +59,15 @@ TURN_KEYS = {"session_id", "status", "reply", "checkpoint", "observations", "evi
 OBSERVATION_KEYS = {"tool", "arguments", "ok", "code", "next_step", "sources", "evidence_id", "content"}
 
 
+#: The notes agent has two skills, so a new task is planned first: one node of notes.keeper.
+PLAN_NODE = {"id": "n1", "skillKey": "notes.keeper", "goal": "save the note"}
+PLAN_TURN = {"tool_calls": [{"name": "builtin_plan", "arguments": {"nodes": [PLAN_NODE]}}]}
+
+
 def write_script(tmp_path: Path, turns: list[dict[str, Any]]) -> str:
+    """A scripted model for the notes agent: the planning turn, then ``turns``."""
     path = tmp_path / f"script-{uuid.uuid4().hex[:6]}.yaml"
-    path.write_text(json.dumps({"turns": turns}, ensure_ascii=False), encoding="utf-8")  # JSON is YAML
+    path.write_text(json.dumps({"turns": [PLAN_TURN, *turns]}, ensure_ascii=False), encoding="utf-8")  # JSON is YAML
     return f"script:{path}"
 
 

@@ -24,6 +24,13 @@ class _Unset(Enum):
 UNSET: Final = _Unset.UNSET
 
 
+class ResultView(StrEnum):
+    """Which view of an MCP tool's result a tool contract's paths read (``resultView``; MCP tools only)."""
+
+    TEXT = "TEXT"  # the JSON parsed from the text blocks: what contracts written for JSON-text tools read
+    STRUCTURED = "STRUCTURED"  # the tool's structuredContent
+
+
 class Mode(StrEnum):
     """§3 ``mode``."""
 
@@ -197,6 +204,8 @@ class ToolContract:
     verify: VerifySpec | None = None
     #: ``callOnly: true`` (orchestration P0): a read tool that is callable with no business contract, on purpose.
     call_only: bool = False
+    #: ``resultView``: the root that success / error / extracts paths read in an MCP tool's result.
+    result_view: ResultView = ResultView.TEXT
 
     @property
     def is_write(self) -> bool:

@@ -25,6 +25,7 @@ from .contract import (
     Mode,
     OutputSpec,
     OutputType,
+    ResultView,
     ShareScope,
     SideEffect,
     SuccessOp,
@@ -125,6 +126,7 @@ class _ContractWalk(ContractReader):
             extracts=self.extracts(raw, path),
             verify=self.verify(raw, path),
             call_only=call_only,
+            result_view=self.enum(raw, "resultView", path, ResultView, ResultView.TEXT) or ResultView.TEXT,
         )
 
     def success(self, raw: Mapping[str, Any], path: str) -> SuccessSpec | None:

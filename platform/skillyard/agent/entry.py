@@ -18,9 +18,10 @@ if TYPE_CHECKING:
     from ..yard import SkillYard
 
 
-def bind_model(yard: SkillYard, loaded: LoadedAgent, settings: AgentSettings, model: Any) -> Agent:
+async def bind_model(yard: SkillYard, loaded: LoadedAgent, settings: AgentSettings, model: Any) -> Agent:
     """Check a loaded agent (ACTIVE, with a usable skill) and bind it to ``model`` (a ChatModel or a spec; without
-    one, the settings' ``[agent.model] spec``)."""
+    one, the settings' ``[agent.model] spec``). Business tools of MCP servers never fetched are fetched first, so
+    the nodes are offered them (docs/mcp.md)."""
     if not loaded.profile.active:  # §1.1: only ACTIVE agents load
         raise AgentError(
             f"agent {loaded.profile.agent_code!r} has status {loaded.profile.status!r} and does not load; set "
@@ -41,6 +42,8 @@ def bind_model(yard: SkillYard, loaded: LoadedAgent, settings: AgentSettings, mo
             f"model must be a spec such as 'script:turns.yaml' / 'openai:gpt-4o-mini' or a ChatModel (an object "
             f"with an async complete(messages, tools, state) method), not {type(model).__name__}"
         )
+    if yard.mcp.servers:
+        await yard.mcp.fill_names([name for skill in loaded.skills.values() for name in skill.tool_names])
     if isinstance(model, str):
         return Agent(yard, loaded, model_from_spec(model, settings), settings, model_spec=stored_spec(model))
     return Agent(yard, loaded, model, settings)
@@ -56,7 +59,7 @@ async def open_agent(yard: SkillYard, agent_dir: str | os.PathLike[str], *, mode
     """
     settings = AgentSettings.load(yard.settings.home)
     loaded = await load_agent(yard, Path(agent_dir), settings)
-    return bind_model(yard, loaded, settings, model)
+    return await bind_model(yard, loaded, settings, model)
 
 
 async def open_stored_agent(yard: SkillYard, agent_code: str, *, model: Any = None) -> Agent:
@@ -69,12 +72,12 @@ async def open_stored_agent(yard: SkillYard, agent_code: str, *, model: Any = No
         raise AgentError(
             f"no ACTIVE agent {agent_code!r} in the database; store it with `skillyard agent import AGENT_DIR`"
         )
-    return bind_model(yard, loaded, settings, model)
+    return await bind_model(yard, loaded, settings, model)
 
 
 async def open_router(yard: SkillYard, agents_dir: str | os.PathLike[str], *, model: Any = None) -> AgentRouter:
     """Load every agent folder under ``agents_dir`` behind a router (§1.2)."""
     settings = AgentSettings.load(yard.settings.home)
     loaded, problems = await load_agents(yard, Path(agents_dir), settings)
-    agents = {code: bind_model(yard, agent, settings, model) for code, agent in loaded.items()}
+    agents = {code: await bind_model(yard, agent, settings, model) for code, agent in loaded.items()}
     return AgentRouter(yard, agents, problems)

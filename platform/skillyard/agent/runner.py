@@ -537,6 +537,8 @@ class Agent:
         result.graph = task_graph.view(task, graph)
         result.binding = binding_summary(task.binding)
         await self._save(ctx, [graph[i] for i in result.touched if i in graph] + [node])
+        for node_id in dict.fromkeys([*result.touched, node.id]):  # §6.3 step 3: the turn's artifacts, sent once
+            await self.yard.channels.artifacts.flush(node_id)
         return result
 
     async def _save(self, ctx: NodeContext, nodes: list[NodeState] | None = None) -> None:

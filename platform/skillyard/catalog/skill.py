@@ -39,6 +39,8 @@ class ExecSpec:
     command: str | None = None
     timeout: float | None = None
     python_cli: bool = False
+    server: str | None = None  # MCP: the configured server (settings.toml [mcp.servers.NAME])
+    tool: str | None = None  # MCP: the server's tool name
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,6 +68,8 @@ class Skill:
     materialize: bool = True
     secret_configs: tuple[str, ...] = ()  # config keys the skill declares secret (metadata.skillyard)
     network: bool = False  # metadata.skillyard.network: the sandbox shares the host's network with it
+    read_only: bool = False  # frontmatter read_only: it changes nothing (MCP's readOnlyHint)
+    output_schema: dict[str, Any] | None = None  # frontmatter output_schema: the JSON Schema of its envelope
     warnings: tuple[str, ...] = ()
     error: str | None = None
     #: Filled (in place) by the catalog: tool names depend on every other skill's name.
@@ -132,7 +136,7 @@ def _exec_spec(skill_dir: Path, meta: Mapping[str, Any], warnings: list[str], fi
     except (TypeError, ValueError):
         warnings.append(f"exec.timeout {timeout!r} is not a number of seconds; the default applies")
         timeout_s = None
-    declared = str(primary.get("type") or "").strip().upper() or None
+    declared = str(primary.get("type") or spec.get("type") or "").strip().upper() or None
     command = primary.get("command") if isinstance(primary.get("command"), str) else None
     config = spec.get("config")
     config_path = (skill_dir / str(config)).resolve() if config else None
@@ -146,7 +150,18 @@ def _exec_spec(skill_dir: Path, meta: Mapping[str, Any], warnings: list[str], fi
         exec_type = EXTENSION_TYPES.get(config_path.suffix.lower())
         if exec_type is None:
             warnings.append(f"exec.config {config!r} has an unknown extension; declare exec.primary.type")
-    return ExecSpec(type=exec_type, config=config_path, command=command, timeout=timeout_s)
+    server, tool = (spec.get("server"), spec.get("tool")) if exec_type == "MCP" else (None, None)
+    if exec_type == "MCP" and not (isinstance(server, str) and server and isinstance(tool, str) and tool):
+        warnings.append("exec type MCP needs 'server' and 'tool', e.g. exec: {type: MCP, server: crm, tool: search}")
+        server = tool = None
+    return ExecSpec(
+        type=exec_type,
+        config=config_path,
+        command=command,
+        timeout=timeout_s,
+        server=server if isinstance(server, str) else None,
+        tool=tool if isinstance(tool, str) else None,
+    )
 
 
 def _category(meta: Mapping[str, Any], skill_dir: Path, root: Path) -> str | None:
@@ -197,6 +212,18 @@ def _description(value: Any, warnings: list[str]) -> str:
         warnings.append("description is a list; write it as one text (joined here with spaces)")
         return " ".join(str(item).strip() for item in value if item is not None and str(item).strip())
     return str(value or "").strip()
+
+
+def _output_schema(meta: Mapping[str, Any], warnings: list[str]) -> dict[str, Any] | None:
+    """The declared schema of the skill's envelope (served as MCP's ``outputSchema``); a schema that is not an
+    object schema is left out with a warning, since MCP clients check results against it."""
+    value = meta.get("output_schema")
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or value.get("type", "object") != "object":
+        warnings.append('output_schema is not a JSON Schema of an object ({"type": "object", ...}); ignored')
+        return None
+    return {"type": "object", **value}
 
 
 def build_skill(
@@ -270,6 +297,7 @@ def build_skill(
         )
     schema = build_schema_info(skill_dir, code.input_schema, meta, _has_file(skill_dir, "schema.json", files))
     warnings += schema.warnings
+    output_schema = _output_schema(meta, warnings)
     if schema.error:
         errors.append(schema.error)
     source = meta.get("source")
@@ -297,6 +325,8 @@ def build_skill(
         materialize=as_bool(meta.get("materialize", True)),
         secret_configs=_secret_configs(meta),
         network=as_bool(_skillyard_block(meta).get("network", False)),
+        read_only=as_bool(meta.get("read_only", False)),
+        output_schema=output_schema,
         warnings=tuple(warnings),
         error="; ".join(errors) or None,
         version=version,

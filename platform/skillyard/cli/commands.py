@@ -33,6 +33,7 @@ def list_cmd(skills_dirs: tuple[Path, ...], no_builtin: bool, as_json: bool) -> 
     ]
     for note in yard.catalog.warnings:
         click.echo(f"warning {note}", err=True)
+    _mcp_notes(yard)
     if as_json:
         print_json(items)
         return
@@ -57,6 +58,22 @@ def list_cmd(skills_dirs: tuple[Path, ...], no_builtin: bool, as_json: bool) -> 
             click.echo(f"warning {it['name']}: {w}", err=True)
         for d in it["shadowed"]:
             click.echo(f"note    {it['name']} shadows {d}", err=True)
+
+
+def _mcp_notes(yard: Any) -> None:
+    """One line per configured MCP server on stderr: its cached tools and their age, or how to fetch them."""
+    for problem in yard.mcp.problems:
+        click.echo(f"warning {problem}", err=True)
+    for row in yard.mcp.status():
+        if not row["fetched"]:
+            click.echo(
+                f"note    mcp server {row['server']}: not fetched yet (skillyard mcp refresh {row['server']})", err=True
+            )
+            continue
+        age = f"{row['age_s']:.0f} s ago"
+        click.echo(f"note    mcp server {row['server']}: {len(row['tools'])} tool(s), fetched {age}", err=True)
+        for missing in row["missing"]:
+            click.echo(f"warning mcp server {row['server']}: {missing} is allowed but not served", err=True)
 
 
 @click.command()

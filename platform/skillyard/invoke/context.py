@@ -54,6 +54,7 @@ PLATFORM_FIELDS: dict[str, Any] = {
     "db": None,
     "db_factory": None,
     "abort_signal": None,
+    "progress": None,  # when the caller listens (an MCP client): await ctx["progress"](done, total, message)
     "channel_registry": None,
     "request": None,
 }
@@ -89,7 +90,7 @@ CALL_PASS_KEYS = (
     "actor_is_admin",
 )
 #: Keys a subprocess never sees, whatever their name.
-IN_PROCESS_ONLY = ("db", "db_factory", "call_skill", "abort_signal", "channel_registry", "request")
+IN_PROCESS_ONLY = ("db", "db_factory", "call_skill", "abort_signal", "progress", "channel_registry", "request")
 CONFIG_KEYS = ("skill_configs", "skill_args")
 #: The context fields the platform itself names (§4, and the agent runtime's ``idempotency_key``, §14.2): never taken
 #: for credentials, although ``actor_key`` and ``idempotency_key`` contain "key".

@@ -162,7 +162,7 @@ async def _context(
     ctx["workspace_dir"] = yard.workspace(session, ctx["workspace_dir"] or None)
     if not ctx["attachments"]:  # a run without a session has those of `default`, where its artifacts go
         ctx["attachments"] = await yard.attachments_for(session, turn)
-    if depth == 0 and live and ctx["channel_registry"] is None and ctx["channel"]:
+    if live and ctx["channel_registry"] is None:  # every line but a background run itself (§8): send_message's way
         ctx["channel_registry"] = yard.channels
     if depth == 0 and live and "abort_signal" not in given:
         ctx["abort_signal"] = asyncio.Event()  # always an Event to poll; the caller passes its own to stop a run
@@ -181,6 +181,16 @@ async def _context(
             raise PluginFailure(message) from None
     ctx["_call_depth"] = depth
     return ctx
+
+
+async def _mcp_first_use(yard: SkillYard, name: str) -> bool:
+    """``<server>__<tool>`` of a configured MCP server never fetched: fetch its tool list (docs/mcp.md); a server
+    that cannot be reached leaves the name unknown, and the failure is logged."""
+    try:
+        return await yard.mcp.fill_for(name)
+    except Exception as exc:
+        log.warning("could not fetch the tools of the MCP server of %r: %s", name, exc)
+        return False
 
 
 def _given(context: Any, turn: Any) -> dict[str, Any]:
@@ -226,6 +236,8 @@ async def execute(
     if too_deep:
         return env_mod.input_rejected(name, f"the input of {name!r} cannot be used: {too_deep}", "")
     resolved = yard.resolve(name)
+    if resolved is None and isinstance(name, str) and "__" in name and await _mcp_first_use(yard, name):
+        resolved = yard.resolve(name)
     if resolved is None:
         if depth:
             return env_mod.failure(name, f"call_skill: no skill named {name!r}")

@@ -50,6 +50,40 @@ def private_address_kind(address: str) -> str | None:
     return next((kind for kind, hit in checks if hit), None)
 
 
+#: The switch that lets guarded connections reach loopback and private addresses (tests, internal deployments).
+ALLOW_PRIVATE_ENV = "SKILLYARD_ALLOW_PRIVATE_URLS"
+
+
+def private_hosts_allowed() -> bool:
+    """Whether ``SKILLYARD_ALLOW_PRIVATE_URLS`` is on (the host's settings read the same variable)."""
+    from ..settings import flag_env
+
+    return flag_env(ALLOW_PRIVATE_ENV)
+
+
+async def checked_addresses(host: str, port: int | None, allow_private: bool, purpose: str = "downloaded") -> list[str]:
+    """Every address ``host`` resolves to; RefusedDestination when it cannot be resolved or, unless
+    ``allow_private``, when any of them is not public (one private answer is enough to refuse). ``purpose`` says
+    in the message what public addresses are for."""
+    try:
+        addresses = [str(ipaddress.ip_address(host.strip("[]")))]
+    except ValueError:
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise RefusedDestination(f"the host {host} cannot be resolved ({exc.strerror or exc})") from None
+        addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    if not allow_private:
+        for address in addresses:
+            if kind := private_address_kind(address):
+                shown = host if host == address else f"{host} ({address})"
+                raise RefusedDestination(
+                    f"the host {shown} is a {kind} address; only public addresses are {purpose} unless the "
+                    "platform is configured to allow private ones"
+                )
+    return addresses
+
+
 class _CheckedBackend(httpcore.AsyncNetworkBackend):
     """Resolves each host itself, checks every address it resolves to, then connects to one of those addresses.
 
@@ -86,23 +120,7 @@ class _CheckedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
     async def _addresses(self, host: str, port: int) -> list[str]:
-        try:
-            addresses = [str(ipaddress.ip_address(host))]
-        except ValueError:
-            try:
-                infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except OSError as exc:
-                raise RefusedDestination(f"the host {host} cannot be resolved ({exc.strerror or exc})") from None
-            addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
-        if not self._allow_private:
-            for address in addresses:
-                if kind := private_address_kind(address):
-                    shown = host if host == address else f"{host} ({address})"
-                    raise RefusedDestination(
-                        f"the host {shown} is a {kind} address; only public addresses are downloaded unless the "
-                        "platform is configured to allow private ones"
-                    )
-        return addresses
+        return await checked_addresses(host, port, self._allow_private)
 
 
 class _LargeReads(httpcore.AsyncNetworkStream):

@@ -156,3 +156,56 @@ skill_tool_binding = Table(
     Column("enabled_flag", SmallInteger, nullable=False, default=1),
     Column("sort_order", Integer, nullable=False, default=0),  # the order of SKILL.md tools:
 )
+
+# Delivery (docs/delivery.md): the web channel's messages, the web sessions of each organisation, pending replies.
+web_messages = Table(
+    "web_messages",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("org_id", String(200), nullable=False, default=""),
+    Column("session_id", String(200), nullable=False),
+    Column("text", Text, nullable=False, default=""),
+    Column("format", String(20), nullable=False, default="text"),
+    Column("files", JSONB, nullable=False, default=list),
+    Column("created_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+)
+
+web_sessions = Table(
+    "web_sessions",
+    metadata,
+    Column("session_id", String(200), primary_key=True),
+    Column("org_id", String(200), nullable=False),
+    Column("created_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+)
+
+pending_replies = Table(
+    "pending_replies",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("channel", String(100), nullable=False),
+    Column("recipient", String(300), nullable=False),
+    Column("key", String(300), nullable=False),
+    Column("chain", String(200)),
+    Column("event", String(200)),
+    Column("role_id", String(200), nullable=False, default=""),
+    Column("org_id", String(200), nullable=False, default=""),
+    Column("created_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("matched_at", DateTime(timezone=True)),
+    Column("reply", Text),
+    Column("outcome", Text),
+)
+
+# Access tokens (docs/mcp.md#tokens): who an MCP or HTTP caller is; only a hash of each token is kept.
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("name", String(200), primary_key=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("role_id", String(200), nullable=False),
+    Column("org_id", String(200), nullable=False),
+    Column("is_admin", Boolean, nullable=False, default=False),
+    Column("identity", JSONB, nullable=False, default=dict),
+    Column("created_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+    Column("last_used_at", DateTime(timezone=True)),
+)

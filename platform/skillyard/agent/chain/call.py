@@ -60,6 +60,8 @@ def _failure_step(call: ChainCall, failure: invoke.Failure, status: EvidenceStat
         return f"do not call {call.tool} again: the write may have happened and {check}; continue or finish later"
     if failure is invoke.Failure.PARAMS:
         return f"fix the arguments named in the error and call {call.tool} again"
+    if failure is invoke.Failure.MCP_TOOL:
+        return f"read the tool's error: fix the arguments and call {call.tool} again, or call builtin_node_fail"
     if failure is invoke.Failure.UNREACHABLE:
         return f"{call.tool} cannot be reached now; try again later or call builtin_node_fail with the reason"
     return f"call {call.tool} again once, or call builtin_node_fail with the reason if it keeps failing"
@@ -81,12 +83,13 @@ def _settle(call: ChainCall, record: Evidence, envelope: dict[str, Any]) -> Obse
             evidence_id=record.id,
         )
     record.status = SUCCESS
-    # response.business_ok(call.plan.success, envelope), whose failed() check is the one just made
-    record.business_ok = False if failed else response.success_holds(call.plan.success, envelope)
+    root = invoke.result_root(call, envelope)  # an MCP tool's chosen view; any other skill's whole envelope
+    # response.business_ok(call.plan.success, root), whose failed() check is the one just made
+    record.business_ok = False if failed else response.success_holds(call.plan.success, root)
     if record.business_ok:
-        evidence.fill(call.ctx, call.plan, record)
+        evidence.fill(call.ctx, call.plan, record, root)
         return call.observation(True, envelope, evidence_id=record.id)
-    record.error_code, record.error_message = response.business_error(call.contract, envelope)
+    record.error_code, record.error_message = response.business_error(call.contract, root)
     return call.refuse(
         record.error_code,
         f"{call.label} failed: {record.error_message}",

@@ -67,9 +67,10 @@ def remember(ctx: NodeContext, entities: list[Entity]) -> None:
         ctx.session.entities.append(entity)
 
 
-def fill(ctx: NodeContext, plan: ToolPlan, evidence: Evidence) -> None:
-    """Extracts, counts, ``empty`` and entities of a call whose business succeeded."""
-    response = evidence.response
+def fill(ctx: NodeContext, plan: ToolPlan, evidence: Evidence, root: Any = None) -> None:
+    """Extracts, counts, ``empty`` and entities of a call whose business succeeded; ``root`` is the view the paths
+    read (an MCP tool's, :func:`~.invoke.result_root`), else the whole response."""
+    response = evidence.response if root is None else root
     extracts = plan.extracts
     for key, extract in extracts:  # key: extract.key or extract.path
         found, value = get_path(response, extract.path)

@@ -10,6 +10,9 @@ idempotency key in its runtime_context. The envelope says what went wrong (envel
   by ``exception_family``, the nearest built-in class the envelope names;
 * the platform's refusal of the input (``invalid_input: true``, envelope.input_rejected) → a params error
   (``MCP_INVALID_PARAMS``); a skill's own ``need_param`` failure is a business failure like any other;
+* an MCP tool's failure names its case in ``mcp_error`` (mcp/results.py), mapped as §14.4 / §17 say:
+  ``tool_error`` → ``MCP_TOOL_ERROR``, ``invalid_params`` → ``MCP_INVALID_PARAMS``, ``rpc_error`` →
+  ``MCP_RPC_ERROR`` (a write's effect is then unknown), ``timeout`` / ``io`` / ``unreachable`` / ``error`` as above;
 * any other failure envelope (``success``/``ok`` false) is a business failure, judged by the response contract.
 """
 
@@ -23,6 +26,7 @@ from collections.abc import Awaitable
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from ...channels.artifacts import DEFER_KEY
 from ...envelope import exception_family, is_failure
 from ..codes import ErrorCode
 from ..state import EvidenceStatus
@@ -39,14 +43,17 @@ class Failure(Enum):
     IO = ErrorCode.TOOL_IO_ERROR
     PARAMS = ErrorCode.MCP_INVALID_PARAMS
     ERROR = ErrorCode.TOOL_ERROR
+    MCP_TOOL = ErrorCode.MCP_TOOL_ERROR
+    MCP_RPC = ErrorCode.MCP_RPC_ERROR
 
     @property
     def code(self) -> ErrorCode:
         return ErrorCode(self.value)
 
     def status(self, write: bool) -> EvidenceStatus:
-        """§14.4: reads always FAILED; writes UNKNOWN unless the failure is certain (unreachable, params)."""
-        if not write or self in (Failure.UNREACHABLE, Failure.PARAMS):
+        """§14.4: reads always FAILED; writes UNKNOWN unless the failure is certain (unreachable, params, a tool
+        that answered with isError)."""
+        if not write or self in (Failure.UNREACHABLE, Failure.PARAMS, Failure.MCP_TOOL):
             return EvidenceStatus.FAILED
         return EvidenceStatus.UNKNOWN
 
@@ -79,6 +86,9 @@ def classify(envelope: dict[str, Any]) -> Failure | None:
 def failure_kind(envelope: dict[str, Any]) -> Failure | None:
     """:func:`classify` of an envelope already known to be failed (``failed(envelope)``): None is a business
     failure."""
+    mcp = envelope.get("mcp_error")
+    if mcp is not None:
+        return MCP_FAILURES.get(mcp, Failure.ERROR)
     if envelope.get("timed_out"):
         return Failure.TIMEOUT
     kind = envelope.get("exception_type")
@@ -95,10 +105,34 @@ def failure_kind(envelope: dict[str, Any]) -> Failure | None:
     return None
 
 
+#: ``mcp_error`` of an MCP tool's failure envelope (mcp/results.py) → its class.
+MCP_FAILURES = {
+    "tool_error": Failure.MCP_TOOL,
+    "invalid_params": Failure.PARAMS,
+    "rpc_error": Failure.MCP_RPC,
+    "timeout": Failure.TIMEOUT,
+    "io": Failure.IO,
+    "unreachable": Failure.UNREACHABLE,
+    "error": Failure.ERROR,
+}
+
+
+def result_root(call: ChainCall, envelope: Any) -> Any:
+    """What the response contract's paths read: an MCP tool's ``data`` (the JSON of its text, the TEXT view) or
+    ``structured`` (``resultView: STRUCTURED``) — absent views read as an empty object; any other skill's whole
+    envelope."""
+    skill = call.catalog_skill
+    if skill is None or skill.exec.type != "MCP" or not isinstance(envelope, dict):
+        return envelope
+    view = envelope.get("structured" if call.plan.structured else "data")
+    return view if view is not None else {}
+
+
 def runtime_context(call: ChainCall) -> dict[str, Any]:
     """The caller's identity, the session id and, for writes, the idempotency key."""
     ctx = call.ctx
     context: dict[str, Any] = {**ctx.session.identity, "session_id": ctx.session.id}
+    context[DEFER_KEY] = ctx.node.id  # §6.3 step 3: the node's artifacts reach reply_to once, at the end of the turn
     if call.plan.write and call.idempotency_key:
         context["idempotency_key"] = call.idempotency_key
     return context

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..contract import ArgContract, Extract, SourceType, ToolContract
+from ..contract import ArgContract, Extract, ResultView, SourceType, ToolContract
 from .response import SuccessCheck, success_check
 
 MODEL = SourceType.MODEL.value  # "MODEL" (an enum's .value is a slow descriptor on Python 3.11)
@@ -40,6 +40,7 @@ class ToolPlan:
     binds: tuple[ArgContract, ...]  # the entries with from/const (binding does nothing for the others)
     success: SuccessCheck | None  # the success spec as one check, its op looked up; None without a success spec
     extracts: tuple[tuple[str, Extract], ...]  # (key or path, extract)
+    structured: bool = False  # resultView STRUCTURED: an MCP result's paths read structuredContent, not the text's JSON
 
 
 #: The plan of a tool without a contract (§1.3): a read with nothing to check, bind or extract.
@@ -69,6 +70,7 @@ def _build(contract: ToolContract) -> ToolPlan:
         binds=tuple(arg for arg in args if arg.from_expr is not None or arg.has_const),
         success=None if contract.success is None else success_check(contract.success),
         extracts=tuple((extract.key or extract.path, extract) for extract in contract.extracts),
+        structured=contract.result_view is ResultView.STRUCTURED,
     )
 
 

@@ -82,9 +82,10 @@ async def verify_write(ctx: NodeContext, record: Evidence) -> Observation:
             evidence_id=record.id,
         )
     check.status = EvidenceStatus.SUCCESS
-    check.business_ok = response.business_ok(call.plan.success, envelope)
+    root = invoke.result_root(call, envelope)
+    check.business_ok = not invoke.failed(envelope) and response.success_holds(call.plan.success, root)
     if check.business_ok:
-        evidence.fill(ctx, call.plan, check)
+        evidence.fill(ctx, call.plan, check, root)
     await ctx.record(check)
     record.status = EvidenceStatus.SUCCESS if check.business_ok else EvidenceStatus.FAILED
     record.business_ok = bool(check.business_ok)
