@@ -11,24 +11,12 @@ from pathlib import Path
 import pytest
 
 from skillyard import SkillYard
-from support.agent.crm import CONTRACTS, IDENTITY, RESULTS, SCHEMAS, CrmAgent
+from support.agent.crm import IDENTITY, ORDER, RESULTS, SCHEMAS, CrmAgent
 from support.agent.memo import Recorder
 from support.agent.probes import call, codes, finish, needs_db
 
 pytestmark = needs_db
 
-ORDER = {
-    "target": "createOrder",
-    "tools": {
-        "createOrder": {
-            **CONTRACTS["order"]["tools"]["createOrder"],
-            "args": {
-                "customerId": {"sources": ["USER"], "label": "客户"},
-                "item": {"sources": ["USER"], "label": "商品"},
-            },
-        }
-    },
-}
 MESSAGE = "给 c-7 下单 widget"
 
 

@@ -74,7 +74,11 @@ async def test_an_invalid_plan_is_answered_once_then_the_corrected_plan_runs(crm
     [
         (plan(node("a", "crm.report", depends=["a"])), plan(node("a", "crm.x")), "invalid twice"),
         (say("no plan from me"), None, "did not call builtin_plan"),
-        (plan(node("a", "crm.report", depends=["b"]), node("b", "crm.customer", depends=["a"])), say("x"), "cycle"),
+        (
+            plan(node("a", "crm.x")),
+            plan(node("a", "crm.report", depends=["b"]), node("b", "crm.customer", depends=["a"])),
+            "form a cycle",
+        ),
     ],
 )
 async def test_a_model_that_does_not_plan_validly_falls_back_to_the_first_skill(crm: CrmAgent, first, second, why):
@@ -82,7 +86,7 @@ async def test_a_model_that_does_not_plan_validly_falls_back_to_the_first_skill(
     turn = await send(crm, "fallback", "随便", crm.script(*turns))
     graph = turn.graph
     assert graph["plan_source"] == "FALLBACK" and kinds(turn) == [("crm.customer", "FALLBACK", "DONE")]
-    assert why in " ".join(graph["plan_notes"]) or (why == "cycle" and "did not call" in " ".join(graph["plan_notes"]))
+    assert why in " ".join(graph["plan_notes"]), graph["plan_notes"]
 
 
 async def test_explicit_skill_and_a_dropped_target(crm: CrmAgent):

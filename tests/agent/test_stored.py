@@ -17,23 +17,10 @@ from skillyard import SkillYard
 from skillyard.agent import AgentError
 from skillyard.agent.store import AgentStore
 from skillyard.agent.stored import STORED_PREFIX, import_agent
-from support.agent.crm import CONTRACTS, IDENTITY, StoredCrm
+from support.agent.crm import CONTRACTS, IDENTITY, ORDER, StoredCrm
 from support.agent.probes import call, finish, needs_db, no_traceback, skillyard_cli
 
 pytestmark = needs_db
-
-ORDER = {
-    "target": "createOrder",
-    "tools": {
-        "createOrder": {
-            **CONTRACTS["order"]["tools"]["createOrder"],
-            "args": {
-                "customerId": {"sources": ["USER"], "label": "客户"},
-                "item": {"sources": ["USER"], "label": "商品"},
-            },
-        }
-    },
-}
 
 
 @pytest.fixture

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from skillyard import SkillYard
 from support.agent.probes import call, say, write_files
 from support.agent.runtime import script
-from support.channels.vendors import FakeTelegram
 
 DRAW = """from pathlib import Path
 
@@ -28,13 +25,6 @@ CONTRACT = {
         }
     }
 }
-
-
-@pytest.fixture
-def telegram():
-    api = FakeTelegram()
-    with api.serving():
-        yield api
 
 
 def _agent(root):

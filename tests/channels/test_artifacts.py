@@ -22,13 +22,6 @@ async def execute(input, ctx):
 
 
 @pytest.fixture
-def telegram():
-    api = FakeTelegram()
-    with api.serving():
-        yield api
-
-
-@pytest.fixture
 def render(make_skill):
     return make_skill("render", files={"handler.py": RENDER}).parent
 

@@ -13,7 +13,6 @@ import time
 import pytest
 
 from skillyard import SkillYard
-from support.channels.vendors import FakeTelegram
 
 LATER = """
 import asyncio
@@ -39,13 +38,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-@pytest.fixture
-def telegram():
-    api = FakeTelegram()
-    with api.serving():
-        yield api
 
 
 @pytest.fixture

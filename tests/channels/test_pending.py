@@ -14,7 +14,6 @@ from sqlalchemy import update
 
 from skillyard import SkillYard
 from skillyard.storage.tables import pending_replies
-from support.channels.vendors import FakeTelegram
 from support.cli import invoke, usage_error
 
 ECHO = "async def execute(input, ctx):\n    return {'ok': True, 'got': input}\n"
@@ -25,13 +24,6 @@ steps:
     skill: echo
     input: {{reply: "{{{{ trigger.reply }}}}", key: "{{{{ trigger.key }}}}", sender: "{{{{ trigger.from }}}}"}}
 """
-
-
-@pytest.fixture
-def telegram():
-    api = FakeTelegram()
-    with api.serving():
-        yield api
 
 
 @pytest.fixture

@@ -3,16 +3,7 @@
 
 from __future__ import annotations
 
-import pytest
-
 from support.channels.vendors import FakeTelegram
-
-
-@pytest.fixture
-def telegram():
-    api = FakeTelegram()
-    with api.serving():
-        yield api
 
 
 async def test_text_a_photo_and_a_document(host, telegram):

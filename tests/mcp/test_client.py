@@ -213,6 +213,8 @@ headers = { Authorization = "Bearer ${NOPE_TOKEN}" }
 [mcp.servers.odd]
 command = "python"
 colour = "blue"
+[mcp.servers.two__parts]
+command = "python"
 [mcp.servers.fine]
 command = "python"
 """,
@@ -223,6 +225,7 @@ command = "python"
     assert "[mcp.servers.neither] needs exactly one of command" in text
     assert "[mcp.servers.both] needs exactly one of command" in text
     assert "${NOPE_TOKEN}, which is not set" in text and "colour" in text
+    assert "[mcp.servers.two__parts]: a server name" in text and "no '__'" in text
 
 
 def test_doctor_and_refresh_report_servers(crm: Path):

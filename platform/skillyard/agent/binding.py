@@ -64,17 +64,18 @@ def summary(binding: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class PinnedSkills:
-    """The contract skills of pinned bindings, rebuilt once per content hash (a turn may reopen many nodes)."""
+    """The contract skills of pinned bindings, rebuilt once per skill key and content hash (a turn may reopen many
+    nodes)."""
 
     def __init__(self, open_fields: frozenset[str] | None) -> None:
         self.open_fields = open_fields
-        self._built: dict[str, ContractSkill] = {}
+        self._built: dict[tuple[str, str], ContractSkill] = {}
 
     def get(self, key: str, entry: Mapping[str, Any], current: ContractSkill | None) -> ContractSkill:
         """The pinned skill ``key``; ``current`` (the loaded skill of that key, if any) lends its catalog skill for
         reading the skill's own files. A pin whose contract no longer parses is an error of the pin (it parsed when
         it was made), so it is raised rather than silently replaced by the current contract."""
-        built = self._built.get(entry["hash"])
+        built = self._built.get((key, entry["hash"]))
         if built is not None:
             return built
         try:
@@ -94,7 +95,7 @@ class PinnedSkills:
             source=entry["contract"],
             pinned_tools=dict(entry["tools"]),
         )
-        self._built[entry["hash"]] = built
+        self._built[(key, entry["hash"])] = built
         return built
 
 

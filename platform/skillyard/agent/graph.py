@@ -116,18 +116,6 @@ def build_graph(
 # -- running the graph --------------------------------------------------------------------------------------
 
 
-def delegated_by(node_id: str, graph: Mapping[str, NodeState]) -> list[NodeState]:
-    """The nodes ``node_id`` delegated to, and theirs, newest first (§15: their evidence counts for it)."""
-    found: list[NodeState] = []
-    frontier = [node_id]
-    while frontier:
-        parent = frontier.pop(0)
-        children = [n for n in graph.values() if n.parent_id == parent]
-        found += reversed(children)
-        frontier += [c.id for c in reversed(children)]
-    return found
-
-
 def upstream_ids(node: NodeState, graph: Mapping[str, NodeState]) -> list[str]:
     """Every node upstream of ``node`` along dependency and delegation edges, nearest first (§9)."""
     order: list[str] = []
@@ -144,10 +132,6 @@ def upstream_ids(node: NodeState, graph: Mapping[str, NodeState]) -> list[str]:
                     following.append(graph[upstream])
         frontier = following
     return order
-
-
-def has_dependents(node: NodeState, graph: Mapping[str, NodeState]) -> bool:
-    return any(node.id in other.depends_on for other in graph.values())
 
 
 def block_stopped(task: TaskState, graph: Mapping[str, NodeState]) -> list[NodeState]:

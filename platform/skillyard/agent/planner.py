@@ -23,6 +23,7 @@ from typing import Any
 from .loader import ContractSkill
 from .models import ChatModel, ModelReply
 from .profile import AgentProfile
+from .prompt import profile_sections, section
 from .state import PlanSource
 
 PLAN_TOOL = "builtin_plan"
@@ -84,10 +85,6 @@ def plan_tool(candidates: Mapping[str, ContractSkill]) -> dict[str, Any]:
     }
 
 
-def _section(title: str, text: str) -> str:
-    return f"## {title}\n{text.strip()}\n" if text and text.strip() else ""
-
-
 def planning_prompt(profile: AgentProfile, candidates: Mapping[str, ContractSkill]) -> str:
     """§1.2: the agent's five descriptions and each candidate's ``semantic_desc`` (else its name) and write tools."""
     lines = []
@@ -99,12 +96,8 @@ def planning_prompt(profile: AgentProfile, candidates: Mapping[str, ContractSkil
         )
     parts = [
         f"You are {profile.agent_name} ({profile.agent_code}). Plan how to handle the user's message.",
-        _section("Identity", profile.identity),
-        _section("Mission", profile.mission),
-        _section("Boundary", profile.boundary),
-        _section("Style", profile.style),
-        _section("Principles", profile.principles),
-        _section("Candidate skills", "\n".join(lines)),
+        *profile_sections(profile),
+        section("Candidate skills", "\n".join(lines)),
         f"Call {PLAN_TOOL} once with the nodes to run: each node names one candidate skillKey and its goal; use "
         "dependsOn when a node needs another's results; give a node's target only when it must complete one of "
         "that skill's write tools. Plan only what the message asks for.",

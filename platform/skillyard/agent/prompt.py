@@ -19,8 +19,20 @@ from .contract import OutputType, ToolContract
 MANUAL_HEAD_CHARS = 8000
 
 
-def _section(title: str, text: str) -> str:
+def section(title: str, text: str) -> str:
+    """A ``## title`` block, or nothing when the text is empty."""
     return f"## {title}\n{text.strip()}\n" if text and text.strip() else ""
+
+
+def profile_sections(profile: Any) -> list[str]:
+    """The agent's five descriptions (§1.2), as every prompt of the agent shows them."""
+    return [
+        section("Identity", profile.identity),
+        section("Mission", profile.mission),
+        section("Boundary", profile.boundary),
+        section("Style", profile.style),
+        section("Principles", profile.principles),
+    ]
 
 
 def _tool_line(tool: ToolContract) -> str:
@@ -58,25 +70,21 @@ def system_prompt(ctx: NodeContext, profile: Any) -> str:
     node = ctx.node
     parts = [
         f"You are {profile.agent_name} ({profile.agent_code}).",
-        _section("Identity", profile.identity),
-        _section("Mission", profile.mission),
-        _section("Boundary", profile.boundary),
-        _section("Style", profile.style),
-        _section("Principles", profile.principles),
-        _section(f"Skill: {skill.name} ({skill.skill_key})", skill.description),
-        _section("Manual", manual_text(skill.manual)),
+        *profile_sections(profile),
+        section(f"Skill: {skill.name} ({skill.skill_key})", skill.description),
+        section("Manual", manual_text(skill.manual)),
     ]
     configured = [skill.contract.tools[name] for name in skill.tool_names if name in skill.contract.tools]
     catalog = "\n".join(_tool_line(t) for t in configured)
     parts.append(
-        _section(
+        section(
             "Tools",
             "Builtin tools (builtin_*) are always available. Business tools of this skill:\n"
             + (catalog or "(no business tool is configured in the contract)"),
         )
     )
-    parts.append(_section("Goal", node.goal))
-    parts.append(_section("Upstream results", _upstream(ctx)))
+    parts.append(section("Goal", node.goal))
+    parts.append(section("Upstream results", _upstream(ctx)))
     if skill.contract.inputs:
         lines = []
         for name, spec in skill.contract.inputs.items():
@@ -84,7 +92,7 @@ def system_prompt(ctx: NodeContext, profile: Any) -> str:
                 lines.append(f"- {name}: {json.dumps(node.inputs[name], ensure_ascii=False)}")
             elif spec.required:
                 lines.append(f"- {name}: MISSING (required input not available)")
-        parts.append(_section("Inputs", "\n".join(lines)))
+        parts.append(section("Inputs", "\n".join(lines)))
     if skill.contract.outputs:
         lines = []
         for key, out in skill.contract.outputs.items():
@@ -96,7 +104,7 @@ def system_prompt(ctx: NodeContext, profile: Any) -> str:
             if out.hint:
                 detail.append(out.hint)
             lines.append(f"- {key} ({'; '.join(detail)})")
-        parts.append(_section("Outputs (write them with builtin_output_set)", "\n".join(lines)))
+        parts.append(section("Outputs (write them with builtin_output_set)", "\n".join(lines)))
     parts.append(
         "Finish with builtin_node_finish when the goal is met, or builtin_node_fail when it cannot be. "
         "Ask the user with builtin_node_follow_up when a value must come from them; never invent values."

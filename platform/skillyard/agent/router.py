@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .loader import LoadedAgent, load_agent
 from .profile import AGENT_FILE, AgentProfileError
-from .runner import Agent, AgentError, _checked_session_id
+from .runner import Agent, AgentError, _checked_session_id, check_message
 from .settings import AgentSettings
 from .state import SessionState
 from .turn import TurnResult
@@ -136,22 +136,13 @@ class AgentRouter:
         self, session_id: str, message: str, identity: Mapping[str, Any] | None = None, skill_key: str | None = None
     ) -> TurnResult:
         """Route a new session (once), then send the message to its agent."""
-        if not isinstance(message, str):
-            raise AgentError(f"the message must be text, not {type(message).__name__}")
-        if identity is not None and not isinstance(identity, Mapping):
-            raise AgentError(
-                f"identity must be a mapping such as {{'user_id': '42', 'org_id': '7'}}, not {type(identity).__name__}"
-            )
+        check_message(message, identity)
         session = await self.store.load_session(_checked_session_id(session_id))
         if session is not None:
             return await (await self._agent(session)).send(session_id, message, identity, skill_key)
         state: dict[str, Any] = {}
         code, routing = await self._route(message, state)
-        skills = self.agents[code].loaded.skills
-        if skill_key is not None and skill_key not in skills:  # refused before the session is stored
-            raise AgentError(
-                f"no contract skill {skill_key!r} in agent {code!r} (loaded: {', '.join(skills) or 'none'})"
-            )
+        self.agents[code].check_skill(skill_key)  # refused before the session is stored
         session = SessionState(id=session_id, agent_code=code, model_state=state, routing=routing)
         await self.store.save_session(session)
         result = await self.agents[code].send(session_id, message, identity, skill_key)
@@ -169,6 +160,6 @@ def _agent_code(arguments: str) -> str:
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
     except ValueError:
-        return arguments
+        return arguments[:100]
     code = parsed.get("agentCode") if isinstance(parsed, dict) else None
-    return code.strip() if isinstance(code, str) else repr(code)
+    return code.strip()[:100] if isinstance(code, str) else repr(code)[:100]

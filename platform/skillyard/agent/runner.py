@@ -103,6 +103,16 @@ class AgentError(SkillyardError):
     """A send / resume that cannot be carried out (no open checkpoint, unknown skill …); the message says why."""
 
 
+def check_message(message: Any, identity: Any) -> None:
+    """Refuse a message that is not text and an identity that is not a mapping, before anything is stored."""
+    if not isinstance(message, str):
+        raise AgentError(f"the message must be text, not {type(message).__name__}")
+    if identity is not None and not isinstance(identity, Mapping):
+        raise AgentError(
+            f"identity must be a mapping such as {{'user_id': '42', 'org_id': '7'}}, not {type(identity).__name__}"
+        )
+
+
 class Agent:
     """A loaded agent bound to a model: ``await agent.send(session, message)``, ``await agent.resume(…)``."""
 
@@ -133,15 +143,8 @@ class Agent:
         self, session_id: str, message: str, identity: Mapping[str, Any] | None = None, skill_key: str | None = None
     ) -> TurnResult:
         """A user message: reopen the session's node (a suspended one takes it as its REPLY) or start a task."""
-        if not isinstance(message, str):
-            raise AgentError(f"the message must be text, not {type(message).__name__}")
-        if identity is not None and not isinstance(identity, Mapping):
-            raise AgentError(
-                f"identity must be a mapping such as {{'user_id': '42', 'org_id': '7'}}, not {type(identity).__name__}"
-            )
-        if skill_key is not None and skill_key not in self.loaded.skills:
-            known = ", ".join(self.loaded.skills) or "none"
-            raise AgentError(f"no contract skill {skill_key!r} in agent {self.profile.agent_code!r} (loaded: {known})")
+        check_message(message, identity)
+        self.check_skill(skill_key)
         session = await self._session(session_id, identity)
         if session.node_id is not None:
             ctx = await self._reopen(session)
@@ -175,6 +178,12 @@ class Agent:
                 "send a message instead"
             )
         return await self._resume(ctx, chosen, text)
+
+    def check_skill(self, skill_key: str | None) -> None:
+        """Refuse a ``skill_key`` this agent has not loaded (None: the task is planned)."""
+        if skill_key is not None and skill_key not in self.loaded.skills:
+            known = ", ".join(self.loaded.skills) or "none"
+            raise AgentError(f"no contract skill {skill_key!r} in agent {self.profile.agent_code!r} (loaded: {known})")
 
     # -- sessions and nodes ------------------------------------------------------------------------------------
 

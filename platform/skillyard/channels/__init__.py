@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .adapter import ChannelError, ChatChannel, OutgoingFile, OutgoingMessage, SendContext
+    from .adapter import ChannelError, ChatChannel, OutgoingFile, OutgoingMessage, SendContext, WholeMessageChannel
     from .address import Address, AddressError, parse_address
     from .outgoing import AttachError, attach_files
     from .pending import ExpectReply, ExpectReplyError
@@ -22,6 +22,7 @@ _EXPORTS = {
     "AttachError": ".outgoing",
     "ChannelError": ".adapter",
     "ChatChannel": ".adapter",
+    "WholeMessageChannel": ".adapter",
     "ExpectReply": ".pending",
     "ExpectReplyError": ".pending",
     "OutgoingFile": ".adapter",
@@ -41,6 +42,7 @@ __all__ = [
     "OutgoingFile",
     "OutgoingMessage",
     "SendContext",
+    "WholeMessageChannel",
     "attach_files",
     "parse_address",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,7 +104,7 @@ class SendContext:
         return (self.config("api_base") or default).rstrip("/")
 
 
-class ChatChannel:
+class ChatChannel(ABC):
     """Base of the built-in adapters (and of third-party ones that want per-media sends).
 
     Subclasses set ``name``, the limits, and implement :meth:`send_text` and the media methods the channel has;
@@ -138,8 +139,9 @@ class ChatChannel:
             first = first or sent
         return first
 
+    @abstractmethod
     async def send_text(self, recipient: str, text: str, format: str, ctx: SendContext) -> str | None:
-        raise NotImplementedError
+        """Send one text message in ``format`` (text, markdown or html); the channel's message id, if it has one."""
 
     async def send_image(self, recipient: str, item: OutgoingFile, ctx: SendContext) -> str | None:
         return await self.send_file(recipient, item, ctx)
@@ -154,13 +156,24 @@ class ChatChannel:
         raise ChannelError.bad_recipient(f"the {self.name} channel cannot send files; send text only")
 
 
+class WholeMessageChannel(ChatChannel):
+    """A channel that takes a whole message (text and files) in one delivery: it implements :meth:`send`, and a
+    text alone goes the same way."""
+
+    @abstractmethod
+    async def send(self, recipient: str, message: OutgoingMessage, ctx: SendContext) -> str | None: ...
+
+    async def send_text(self, recipient: str, text: str, format: str, ctx: SendContext) -> str | None:
+        return await self.send(recipient, OutgoingMessage(text=text, format=format), ctx)
+
+
 class SendOnlyChannel(Protocol):
     """The first channel protocol (still accepted): one call per delivery to a conversation."""
 
     async def send(self, recipient: Mapping[str, Any], text: str, attachments: list[dict[str, Any]]) -> None: ...
 
 
-class SendOnlyAdapter(ChatChannel):
+class SendOnlyAdapter(WholeMessageChannel):
     """Adapts a channel that implements only ``send(recipient, text, attachments)`` to :class:`ChatChannel`: the
     whole message goes in one call, the recipient mapping carrying the conversation's fields and the ``id``."""
 

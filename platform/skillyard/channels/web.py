@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..hookspecs import hookimpl
 from ..invoke.run import SAFE_SESSION
-from .adapter import MB, ChannelError, ChatChannel, OutgoingMessage, SendContext
+from .adapter import MB, ChannelError, OutgoingMessage, SendContext, WholeMessageChannel
 
 if TYPE_CHECKING:
     from ..storage.database import Database
@@ -70,7 +70,7 @@ async def session_messages(database: Database, session_id: str, limit: int = 100
     ]
 
 
-class WebChannel(ChatChannel):
+class WebChannel(WholeMessageChannel):
     name = "web"
     max_file_bytes = 200 * MB  # the file stays in the workspace: the message only names it
     max_text_chars = 100_000

@@ -12,13 +12,13 @@ import re
 from typing import Any
 
 from ..hookspecs import hookimpl
-from .adapter import MB, ChannelError, ChatChannel, OutgoingMessage, SendContext
+from .adapter import MB, ChannelError, OutgoingMessage, SendContext, WholeMessageChannel
 from .http_api import request_json, status_error
 
 URL_PREFIX = "url_"
 
 
-class WebhookChannel(ChatChannel):
+class WebhookChannel(WholeMessageChannel):
     name = "webhook"
     max_file_bytes = 5 * MB  # base64 inside JSON: larger bodies are refused by most receivers
     max_text_chars = 100_000

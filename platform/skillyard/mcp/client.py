@@ -102,9 +102,6 @@ class McpConnection:
                 ) from None
             return self._client
 
-    def dead(self) -> bool:
-        return self._task is not None and self._task.done()
-
     async def close(self) -> None:
         self._stop.set()
         task, self._task, self._client = self._task, None, None

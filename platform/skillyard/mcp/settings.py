@@ -91,8 +91,11 @@ def _table(raw: Any, where: str) -> dict[str, str]:
 def parse_server(name: str, raw: Any) -> McpServer:
     """One ``[mcp.servers.NAME]`` table; :class:`McpSettingsError` names what is wrong."""
     where = f"[mcp.servers.{name}]"
-    if not _NAME.match(name):
-        raise McpSettingsError(f"{where}: a server name is letters, digits, '_' or '-' (at most 64), e.g. crm")
+    if not _NAME.match(name) or "__" in name:
+        raise McpSettingsError(
+            f"{where}: a server name is letters, digits, '_' or '-' (at most 64, no '__': it separates the server "
+            "from the tool in <server>__<tool>), e.g. crm"
+        )
     if not isinstance(raw, dict):
         raise McpSettingsError(f"{where} must be a table with command (stdio) or url (streamable HTTP)")
     unknown = sorted(set(raw) - _KEYS)

@@ -98,6 +98,20 @@ CONTRACTS: dict[str, dict[str, Any]] = {
     },
 }
 
+#: crm.order without its provider: the customer comes from the user (tests that need one node and one write).
+ORDER = {
+    "target": "createOrder",
+    "tools": {
+        "createOrder": {
+            **CONTRACTS["order"]["tools"]["createOrder"],
+            "args": {
+                "customerId": {"sources": ["USER"], "label": "客户"},
+                "item": {"sources": ["USER"], "label": "商品"},
+            },
+        }
+    },
+}
+
 SKILLS = {
     "customer": ("crm.customer", "Finds a customer by name; not for orders.", ["findCustomer"]),
     "order": ("crm.order", "Creates an order for a customer.", ["createOrder"]),
