@@ -51,3 +51,11 @@ class ErrorCode(StrEnum):
     FINISH_OUTPUT_SOURCE = "agent_runtime.42253"
     FINISH_NEED_TARGET = "agent_runtime.42254"
     FINISH_NEED_BUSINESS = "agent_runtime.42255"
+    FINISH_PARTIAL_WRITE = "agent_runtime.42256"
+    FINISH_INCOMPLETE_LISTING = "agent_runtime.42257"
+    # part 3: structured choices, external events, batch and edited approvals, targets by name
+    CHOICE_INVALID = "agent_runtime.42258"
+    EVENT_TIMEOUT = "agent_runtime.42259"
+    APPROVAL_EDIT_FORBIDDEN = "agent_runtime.42260"
+    APPROVAL_BATCH_UNKNOWN_CALL = "agent_runtime.42261"
+    TARGET_UNRESOLVED = "agent_runtime.42263"

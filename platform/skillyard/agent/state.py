@@ -46,6 +46,8 @@ class CheckpointType(StrEnum):
     FOLLOW_UP = "FOLLOW_UP"
     APPROVAL = "APPROVAL"
     VERIFY = "VERIFY"
+    CHOICE = "CHOICE"  # a follow-up with candidates: CHOOSE answers it with one listed id
+    EVENT = "EVENT"  # waiting for an external event (builtin_node_wait_event)
 
 
 class NodeStatus(StrEnum):
@@ -71,6 +73,8 @@ class NodeKind(StrEnum):
 class EdgeType(StrEnum):
     NORMAL = "NORMAL"  # the upstream node must be DONE or SKIPPED first
     DELEGATE = "DELEGATE"  # a delegated node before the node that delegated it
+    CONDITIONAL = "CONDITIONAL"  # a dependsOn entry with a ``when`` condition on its upstream node
+    FAILURE = "FAILURE"  # an ``onFailure`` edge: the target runs when the source fails
 
 
 class PlanSource(StrEnum):
@@ -89,6 +93,7 @@ class ResumeAction(StrEnum):
     CONFIRM = "CONFIRM"
     REJECT = "REJECT"
     CANCEL = "CANCEL"
+    CHOOSE = "CHOOSE"  # answer a CHOICE checkpoint with one of its candidate ids
 
 
 #: Seconds since the epoch: ``time.time`` itself, so a record's default ``created_at`` costs no Python call.
