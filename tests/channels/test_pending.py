@@ -63,7 +63,7 @@ async def test_a_reply_starts_the_chain_with_the_reply_as_its_trigger(yard):
     assert run["trigger"] == {"reply": "yes, approved", "from": who, "channel": "telegram", "key": pending["key"]}
 
 
-async def test_an_event_record_is_kept_for_the_agent_runtime(yard):
+async def test_an_event_record_is_delivered_to_the_agent_runtime(yard):
     who = _sender()
     sent = await yard.run(
         "send_message",
@@ -76,7 +76,8 @@ async def test_an_event_record_is_kept_for_the_agent_runtime(yard):
     )
     assert sent["pending"][0]["key"] == "order-9"
     matched = await yard.channels.pending.reply("telegram", who, "ok")
-    assert matched["event"] == "confirmed" and "agent runtime" in matched["outcome"]
+    assert matched["event"] == "confirmed" and matched["event_id"].startswith("event_")
+    assert "kept 24 hours" in matched["outcome"]  # no node waits for (confirmed, order-9) yet
 
 
 async def test_expired_records_are_pruned_and_match_nothing(yard):

@@ -1,4 +1,5 @@
-"""The ``skillyard agent`` command group: ``check``, ``run`` and ``resume`` (added by :mod:`.plugin`)."""
+"""The ``skillyard agent`` command group: ``check``, ``run``, ``import``, ``resume`` and ``event`` (added by
+:mod:`.plugin`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import click
 
 from ..cli.output import json_object, print_table
 from ..errors import SkillyardError
+from .state import ResumeAction
 
 _TOOL_IN_PATH = re.compile(r'^tools(?:\.([A-Za-z_][A-Za-z0-9_]*)|\["([^"]+)"\])')
 
@@ -159,18 +161,29 @@ def _print_turn(turn: dict[str, Any], as_json: bool) -> None:
     if checkpoint:
         fields = ", ".join(checkpoint["expected_fields"])
         click.echo(f"checkpoint: {checkpoint['type']}" + (f" (expects {fields})" if fields else ""))
-    if turn["reply"]:
+        for candidate in checkpoint.get("candidates", []):
+            click.echo(f"  {candidate['id']}: {candidate['label']}")
+        for gated in checkpoint.get("calls", []):
+            click.echo(f"  [{gated['call_id']}] {gated['summary']}")
+        if checkpoint["type"] == "EVENT":
+            click.echo(f"  waiting for {checkpoint['event']} ({checkpoint['key']}) until {checkpoint['deadline']}")
+    refusal = turn.get("refusal")
+    if refusal:
+        click.echo(f"refused: {refusal['name']} ({refusal['code']}): {refusal['message']}", err=True)
+        click.echo(f"  {refusal['next_step']}", err=True)
+    elif turn["reply"]:
         click.echo(turn["reply"])
 
 
 def _report_turn(go: Callable[[], Coroutine[Any, Any, dict[str, Any]]], as_json: bool) -> None:
-    """Run one send / resume, print the turn; a clean error for what the runtime refuses, exit 1 when FAILED."""
+    """Run one send / resume, print the turn; a clean error for what the runtime refuses, exit 1 when FAILED or when
+    the answer was refused."""
     try:
         turn = asyncio.run(go())
     except SkillyardError as exc:
         raise click.ClickException(str(exc)) from None
     _print_turn(turn, as_json)
-    if turn["status"] == "FAILED":
+    if turn["status"] == "FAILED" or turn.get("refusal"):
         raise SystemExit(1)
 
 
@@ -274,26 +287,93 @@ def import_cmd(agent_dir: Path, skills_dirs: tuple[Path, ...], as_json: bool) ->
 @click.option("--session", "session_id", required=True, help="The suspended session.")
 @click.option(
     "--action",
-    type=click.Choice(["CONFIRM", "REJECT", "REPLY", "CANCEL"], case_sensitive=False),
+    type=click.Choice([a.value for a in ResumeAction], case_sensitive=False),
     required=True,
     help="How the user answered the checkpoint.",
 )
-@click.option("--text", default=None, help="The user's answer (REPLY).")
+@click.option("--text", default=None, help="The user's answer (REPLY), or the chosen candidate id (CHOOSE).")
+@click.option(
+    "--edit", "edit", default=None, help="CONFIRM with edited arguments: a JSON object such as '{\"qty\": 2}'."
+)
+@click.option("--only", "only", default=None, help="CONFIRM of a batch approval: the call ids to run, comma-separated.")
+@click.option("--approver", "approver", default=None, help="Who approves, as identity JSON (default: the session's).")
 @click.option("--model", "model", default=None, help="Override the session's model spec.")
 @_skills_dirs_option("Skill roots.")
 @click.option("--json", "as_json", is_flag=True, help="Print the turn as JSON.")
 def resume_cmd(
-    session_id: str, action: str, text: str | None, model: str | None, skills_dirs: tuple[Path, ...], as_json: bool
+    session_id: str,
+    action: str,
+    text: str | None,
+    edit: str | None,
+    only: str | None,
+    approver: str | None,
+    model: str | None,
+    skills_dirs: tuple[Path, ...],
+    as_json: bool,
 ) -> None:
-    """Answer a suspended session's checkpoint (FOLLOW_UP, APPROVAL, VERIFY).
+    """Answer a suspended session's checkpoint (FOLLOW_UP, CHOICE, APPROVAL, VERIFY, EVENT).
 
-    Example: skillyard agent resume --session s1 --action CONFIRM
+    Exits 1 when the task failed or the answer was refused (the checkpoint then stays open).
+
+    Examples: skillyard agent resume --session s1 --action CONFIRM;
+    skillyard agent resume --session s1 --action CHOOSE --text n-2;
+    skillyard agent resume --session s1 --action CONFIRM --edit '{"title": "周报"}'
     """
     from ..yard import SkillYard
     from .runner import resume_session
 
+    edits = json_object(edit, "edit")
+    approved_by = json_object(approver, "approver")
+    calls = only.split(",") if only is not None else None
+
     async def go() -> dict[str, Any]:
         async with SkillYard(skills_dirs=list(skills_dirs)) as yard:
-            return (await resume_session(yard, session_id, action, text, model)).as_dict()
+            turn = await resume_session(
+                yard, session_id, action, text, model, edit=edits, only=calls, approver=approved_by
+            )
+            return turn.as_dict()
 
     _report_turn(go, as_json)
+
+
+@agent_group.command(name="event")
+@click.option("--org", "org_id", required=True, help="The org whose waiting nodes the event is for.")
+@click.option("--event", "name", required=True, help="The event name, e.g. order.paid.")
+@click.option("--key", required=True, help="The correlation key the nodes wait with, e.g. the order number.")
+@click.option("--payload", default=None, help="The event's payload: a JSON object or @file.json.")
+@click.option("--detach", is_flag=True, help="Queue the resumes for a `skillyard worker`; do not wait for them.")
+@_skills_dirs_option("Skill roots.")
+@click.option("--json", "as_json", is_flag=True, help="Print the delivery as JSON.")
+def event_cmd(
+    org_id: str, name: str, key: str, payload: str | None, detach: bool, skills_dirs: tuple[Path, ...], as_json: bool
+) -> None:
+    """Deliver an external event to the nodes of an org waiting for it (builtin_node_wait_event).
+
+    Each resume runs as a queued job; without --detach this command runs them and prints where each session
+    stands. An event nobody waits for is kept 24 hours for the first node that waits for it later.
+
+    Example: skillyard agent event --org 7 --event order.paid --key SO-1 --payload '{"amount": 12}'
+    """
+    from ..yard import SkillYard
+
+    body = json_object(payload, "payload") or {}
+
+    async def go() -> dict[str, Any]:
+        async with SkillYard(skills_dirs=list(skills_dirs)) as yard:
+            return await yard.agent_event(name, key, body, org_id=org_id, detach=detach, wait=not detach)
+
+    try:
+        delivery = asyncio.run(go())
+    except SkillyardError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(delivery, ensure_ascii=False, default=str))
+        return
+    if delivery["stored"]:
+        click.echo(f"event {delivery['event_id']}: no node waits for it; kept 24 hours for a later wait")
+        return
+    rows = [
+        [d["session_id"], d["node_id"], d.get("status") or "queued", d.get("checkpoint") or ""]
+        for d in delivery["deliveries"]
+    ]
+    print_table(rows, ["session", "node", "status", "checkpoint"])

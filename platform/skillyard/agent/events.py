@@ -180,7 +180,7 @@ async def start_wait(
             [wait_id, org_id, event, key, session_id, task_id, node_id, WAITING, deadline],
         )
         deferrer = engine.app_task(TIMEOUT_JOB).configure(
-            queue=yard.background.queue, connection=conn, schedule_at=deadline, lock=session_id
+            queue=yard.background.queue, connection=conn, schedule_at=deadline
         )
         await deferrer.defer_async(wait_id=wait_id)  # not tracked: closing the host does not wait for a deadline
     return Waiting(wait_id, deadline.timestamp())
@@ -226,15 +226,15 @@ async def publish(
                VALUES (%s, %s, %s, %s, %s, %s, CASE WHEN %s THEN now() END, %s)""",
             [event_id, org_id, event, key, Jsonb(body), expires, bool(waits), "waiters" if waits else None],
         )
-        for wait in waits:
+        for row in waits:
             await cur.execute(
                 "UPDATE skillyard.agent_event_waits SET status = %s, event_id = %s, updated_at = now() WHERE id = %s",
-                [DELIVERED, event_id, wait["id"]],
+                [DELIVERED, event_id, row["id"]],
             )
-            deferrer = engine.app_task(DELIVER_JOB).configure(queue=queue, connection=conn, lock=wait["session_id"])
-            job_id = int(await deferrer.defer_async(wait_id=wait["id"]))
+            deferrer = engine.app_task(DELIVER_JOB).configure(queue=queue, connection=conn)
+            job_id = int(await deferrer.defer_async(wait_id=row["id"]))
             deliveries.append(
-                {"wait_id": wait["id"], "job_id": job_id, **{k: wait[k] for k in ("session_id", "task_id", "node_id")}}
+                {"wait_id": row["id"], "job_id": job_id, **{k: row[k] for k in ("session_id", "task_id", "node_id")}}
             )
     if not detach:
         for delivery in deliveries:

@@ -149,11 +149,13 @@ class AgentRouter:
         result.routing = routing
         return result
 
-    async def resume(self, session_id: str, action: str, text: str | None = None) -> TurnResult:
+    async def resume(self, session_id: str, action: str, text: str | None = None, **answer: Any) -> TurnResult:
+        """Resume with the agent the session was routed to (``answer``: ``edit``, ``only``, ``approver``,
+        ``wait``, as :meth:`Agent.resume` takes them)."""
         session = await self.store.load_session(_checked_session_id(session_id))
         if session is None:
             raise AgentError(f"no agent session {session_id!r}; start it with send / agent run")
-        return await (await self._agent(session)).resume(session_id, action, text)
+        return await (await self._agent(session)).resume(session_id, action, text, **answer)
 
 
 def _agent_code(arguments: str) -> str:

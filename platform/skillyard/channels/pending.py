@@ -1,7 +1,8 @@
 """Pending records (§9.2): a message sent with ``expect_reply`` waits for its recipient's answer without anyone
 awaiting it. A matching reply (same channel and sender, before expiry; the first one wins) drives what the record
-names: a chain is started with ``{reply, from, channel, key}`` as its trigger input; an event is kept for the agent
-runtime's external events. Expired records are pruned whenever records are added, listed or matched.
+names: a chain is started with ``{reply, from, channel, key}`` as its trigger input; an event is delivered to the
+agent runtime (``yard.agent_event``) with that payload, for the record's org and key. Expired records are pruned
+whenever records are added, listed or matched.
 """
 
 from __future__ import annotations
@@ -162,9 +163,17 @@ class PendingReplies:
             except SkillyardError as exc:  # the chain was removed meanwhile: the reply is kept, the failure named
                 return {"outcome": f"chain {row.chain} could not start: {exc}"}
             return {"outcome": f"started chain {row.chain} (run {run_id})", "chain_run": run_id}
+        payload = {"reply": text, "from": sender, "channel": channel, "key": row.key}
+        try:
+            delivery = await self._yard.agent_event(row.event, row.key, payload, org_id=row.org_id)
+        except SkillyardError as exc:  # e.g. a key the agent runtime cannot correlate: the reply is kept
+            return {"outcome": f"event {row.event} could not be delivered: {exc}", "event": row.event}
+        waiting = len(delivery["deliveries"])
+        how = f"resumed {waiting} waiting node(s)" if waiting else "kept 24 hours for a node that waits for it"
         return {
-            "outcome": f"event {row.event} recorded; the agent runtime takes external events once they exist",
+            "outcome": f"event {row.event} ({delivery['event_id']}): {how}",
             "event": row.event,
+            "event_id": delivery["event_id"],
         }
 
 

@@ -184,8 +184,8 @@ def _candidates(raw: Any) -> list[dict[str, str]] | str:
     return out
 
 
-def _choice(ctx: NodeContext, args: JsonObject, fields: list[str], call: Call) -> Observation | list[dict[str, str]]:
-    """The checked candidates of a structured choice, or the refusal."""
+def _choice(args: JsonObject, fields: list[str], call: Call) -> Observation | list[dict[str, str]]:
+    """The well-formed candidates of a structured choice, or the refusal (grounding is checked after the field)."""
     candidates = _candidates(args.get("candidates"))
     if isinstance(candidates, str):
         return call.refuse(
@@ -199,6 +199,11 @@ def _choice(ctx: NodeContext, args: JsonObject, fields: list[str], call: Call) -
             f"a choice fills exactly one argument, but expectedFields names {len(fields)}",
             f"call {FOLLOW_UP} again with expectedFields naming the one argument the chosen id fills",
         )
+    return candidates
+
+
+def _invented(ctx: NodeContext, candidates: list[dict[str, str]], call: Call) -> Observation | None:
+    """FOLLOW_UP_UNGROUNDED when a candidate id is not in this node's query results (the model cannot invent one)."""
     grounded = grounded_ids(ctx)
     invented = [c["id"] for c in candidates if c["id"] not in grounded]
     if invented:
@@ -208,7 +213,7 @@ def _choice(ctx: NodeContext, args: JsonObject, fields: list[str], call: Call) -
             + ", ".join(invented),
             "query with the tool first and offer the ids its results hold, or ask without candidates",
         )
-    return candidates
+    return None
 
 
 async def follow_up(ctx: NodeContext, args: JsonObject, call: Call) -> Observation:
@@ -228,16 +233,19 @@ async def follow_up(ctx: NodeContext, args: JsonObject, call: Call) -> Observati
                 "the user has just answered this exact question in this turn",
                 "use the answer in the conversation (answered fields count as USER) and continue; do not ask again",
             )
+    candidates = None if args.get("candidates") is None else _choice(args, fields, call)
+    if isinstance(candidates, Observation):
+        return candidates
     problem = _ungrounded(ctx, fields)
     if problem is not None:
         return call.refuse(ErrorCode.FOLLOW_UP_UNGROUNDED, *problem)
     suggestions = [str(s) for s in args.get("suggestions") or [] if str(s).strip()]
-    if args.get("candidates") is None:
+    if candidates is None:
         ctx.node.checkpoint = Checkpoint(CheckpointType.FOLLOW_UP, question, fields, suggestions)
     else:
-        candidates = _choice(ctx, args, fields, call)
-        if isinstance(candidates, Observation):
-            return candidates
+        invented = _invented(ctx, candidates, call)
+        if invented is not None:
+            return invented
         ctx.node.checkpoint = Checkpoint(CheckpointType.CHOICE, question, fields, suggestions, candidates=candidates)
     ctx.node.status = NodeStatus.SUSPENDED
     return call.ok({"status": NodeStatus.SUSPENDED.value, "checkpoint": ctx.node.checkpoint.type.value})

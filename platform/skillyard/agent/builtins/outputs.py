@@ -46,8 +46,9 @@ def allowed_sources(spec: OutputSpec | None) -> tuple[SourceType, ...]:
 def source_problem(ctx: NodeContext, key: str, written: OutputValue) -> tuple[ErrorCode, str, str] | None:
     """Why the declared source of an output value is not legal (code, message, next step), or None.
 
-    MODEL is never legal; the type must be in the output's sources; EVIDENCE must name a visible, succeeded
-    evidence whose response holds the same value at ``sourcePath``; CONTRACT must equal the output's constant.
+    MODEL is never legal; the type must be in the output's sources; EVIDENCE (EVENT) must name a visible,
+    succeeded evidence of a business call (of an external event) whose response holds the same value at
+    ``sourcePath``; CONTRACT must equal the output's constant.
     """
     spec = ctx.skill.contract.outputs.get(key)
     allowed = allowed_sources(spec)
@@ -65,7 +66,7 @@ def source_problem(ctx: NodeContext, key: str, written: OutputValue) -> tuple[Er
             f"output {key!r} does not accept source {written.source_type}; allowed: {names}",
             f"write {key!r} with one of the allowed sources ({names})",
         )
-    if written.source_type == SourceType.EVIDENCE:
+    if written.source_type in (SourceType.EVIDENCE, SourceType.EVENT):
         return _evidence_problem(ctx, key, written)
     if written.source_type == SourceType.CONTRACT:
         constant = spec.constant if spec is not None else UNSET
@@ -86,12 +87,14 @@ def source_problem(ctx: NodeContext, key: str, written: OutputValue) -> tuple[Er
 
 
 def _evidence_problem(ctx: NodeContext, key: str, written: OutputValue) -> tuple[ErrorCode, str, str] | None:
-    visible = {e.id: e for e in ctx.visible_evidence()}
+    """EVIDENCE names a business call's evidence, EVENT an external event's (``event:<NAME>``)."""
+    events = written.source_type == SourceType.EVENT
+    visible = {e.id: e for e in ctx.visible_evidence() if e.from_event is events}
     listing = ", ".join(f"{e.id} ({e.tool})" for e in visible.values() if e.succeeded) or "none yet"
     if not written.source_ref:
         return (
             ErrorCode.EVIDENCE_PATH_INVALID,
-            f"output {key!r} has sourceType EVIDENCE but an empty sourceRef (evidence id)",
+            f"output {key!r} has sourceType {written.source_type} but an empty sourceRef (evidence id)",
             f"set sourceRef to the evidence_id of the tool result the value came from (visible: {listing})",
         )
     evidence = visible.get(written.source_ref)
