@@ -258,6 +258,38 @@ async def test_register_models(plugin_reg, tmp_path):
         model_from_spec("script:x.yaml")
 
 
+async def test_register_jobs(plugin_reg, db_env, tmp_path):
+    """A plugin's job kind runs in the host's own worker when deferred; close() waits for it; names are unique."""
+    done = tmp_path / "done.txt"
+
+    async def write(yard, path, text):
+        Path(path).write_text(f"{text} via {type(yard).__name__}", encoding="utf-8")
+
+    class Plugin:
+        @hookimpl
+        def register_jobs(self, register):
+            register("acme.write", write)
+
+    plugin_reg(Plugin(), "acme-jobs")
+    async with SkillYard(include_builtin=False) as yard:
+        job_id = await yard.background.defer("acme.write", {"path": str(done), "text": "hello"})
+        assert isinstance(job_id, int)
+    assert done.read_text(encoding="utf-8") == "hello via SkillYard"  # closing the host waited for the job
+
+    class Clash:
+        @hookimpl
+        def register_jobs(self, register):
+            register("acme.write", write)
+
+    plugin_reg(Clash(), "clash-jobs")
+    from skillyard.plugins import load_plugins
+    from skillyard.registry import collect_jobs
+
+    clash = r"job 'acme\.write' is registered by both 'clash-jobs' and 'acme-jobs'"
+    with pytest.raises(DuplicateRegistration, match=clash):
+        collect_jobs(load_plugins())
+
+
 def test_register_commands_cannot_replace_a_command(plugin_reg):
     from skillyard.cli import cli
 

@@ -216,6 +216,8 @@ async def test_the_cli_delivers_an_event_and_prints_where_each_session_stands(no
     assert kept.returncode == 0 and json.loads(kept.stdout)["stored"] is True
     bad = skillyard_cli("agent", "event", "--org", "7", "--event", "order.paid", "--key", order, "--payload", "[1]")
     assert bad.returncode == 2 and "--payload" in bad.stderr
+    name = skillyard_cli("agent", "event", "--org", "7", "--event", "no spaces", "--key", order)
+    assert name.returncode == 2 and "event name 'no spaces' is not valid" in name.stderr
 
 
 async def test_a_detached_event_is_resumed_by_a_worker(notes_agent: NotesAgent):

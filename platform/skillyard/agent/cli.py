@@ -355,6 +355,7 @@ def event_cmd(
     Example: skillyard agent event --org 7 --event order.paid --key SO-1 --payload '{"amount": 12}'
     """
     from ..yard import SkillYard
+    from .events import EventError
 
     body = json_object(payload, "payload") or {}
 
@@ -364,6 +365,8 @@ def event_cmd(
 
     try:
         delivery = asyncio.run(go())
+    except EventError as exc:  # a bad name, key or payload: the option is wrong
+        raise click.UsageError(str(exc)) from None
     except SkillyardError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

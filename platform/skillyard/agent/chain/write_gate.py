@@ -87,8 +87,10 @@ def check(call: ChainCall) -> Observation | None:
     pending = ctx.node.pending_writes  # the same write stopped again replaces its earlier entry
     pending[:] = [g for g in pending if not (g.tool == call.tool and g.idempotency_key == key)]
     pending.append(gated)
+    batch = f" (call id {call.call_id}: several stopped writes are approved together with callIds)"
     return call.refuse(
         ErrorCode.APPROVAL_REQUIRED,
         f"{call.label} changes data and needs the user's confirmation first:\n{summary}",
-        f"call builtin_node_approval with toolName {call.tool!r} and a one-line summary of what will be done",
+        f"call builtin_node_approval with toolName {call.tool!r} and a one-line summary of what will be done"
+        + (batch if call.call_id else ""),
     )
