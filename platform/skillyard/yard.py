@@ -413,9 +413,9 @@ class SkillYard:
         Each resume is a queued job: of this host (it starts at once; ``close()`` waits for it; ``wait=True``
         waits here and adds each session's ``status`` and ``checkpoint`` to its delivery), or with ``detach`` of
         the shared queue, for a ``skillyard worker``."""
-        from .agent.events import publish
+        from .agent.entry import agent_event
 
-        return await publish(self, name, key, payload, org_id=org_id, detach=detach, wait=wait)
+        return await agent_event(self, name, key, payload, org_id=org_id, detach=detach, wait=wait)
 
     async def agents(self, agents_dir: str | os.PathLike[str], *, model: Any = None) -> AgentRouter:
         """Load every agent folder under ``agents_dir`` behind a router (§1.2): ``send`` routes a new session to

@@ -81,3 +81,12 @@ async def open_router(yard: SkillYard, agents_dir: str | os.PathLike[str], *, mo
     loaded, problems = await load_agents(yard, Path(agents_dir), settings)
     agents = {code: await bind_model(yard, agent, settings, model) for code, agent in loaded.items()}
     return AgentRouter(yard, agents, problems)
+
+
+async def agent_event(
+    yard: SkillYard, name: str, key: str, payload: Any, *, org_id: str, detach: bool, wait: bool
+) -> dict[str, Any]:
+    """``SkillYard.agent_event``: deliver an external event to the waiting nodes of an org (events.py)."""
+    from .events import publish
+
+    return await publish(yard, name, key, payload, org_id=org_id, detach=detach, wait=wait)

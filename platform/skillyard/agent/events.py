@@ -12,9 +12,10 @@ an event and a wait that cross never miss each other:
   recovery moves it to the shared queue should that host be gone), or the next time the session is touched.
 
 Events are scoped by org: a node waits in the org of its session's identity, and an event reaches only the nodes of
-the org it names. Resumes are queued jobs (never run inside the caller's request) of this host's queue, or of the
-shared queue for a ``skillyard worker`` with ``detach``; each runs under the session's lock (store.py), so two
-deliveries never run one node at once. Job arguments hold the wait id only; payloads stay in the table.
+the org it names. Resumes are queued jobs (event_jobs.py; never run inside the caller's request) of this host's
+queue, or of the shared queue for a ``skillyard worker`` with ``detach``; each runs under the session's lock
+(store.py), so two deliveries never run one node at once. Job arguments hold the wait id only; payloads stay in
+the table.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from ..errors import SkillyardError
 from .chain.evidence import fill
 from .chain.plan import ToolPlan
 from .contract_parse import EVENT_NAME
-from .plugin import DELIVER_JOB, TIMEOUT_JOB
 from .state import EVENT_TOOL_PREFIX, Evidence, EvidenceStatus
 
 if TYPE_CHECKING:
@@ -56,6 +56,10 @@ MAX_ORG_CHARS = 200
 MAX_PAYLOAD_CHARS = 256 * 1024
 #: Finished waits and claimed events are deleted this long after they ended.
 KEEP_FINISHED = dt.timedelta(days=7)
+
+#: The jobs (registered by the agent plugin, event_jobs.py): a delivered event's resume, a wait's timeout.
+DELIVER_JOB = "skillyard.agent_event_deliver"
+TIMEOUT_JOB = "skillyard.agent_event_timeout"
 
 WAITING, DELIVERED, TIMED_OUT, CANCELLED = "WAITING", "DELIVERED", "TIMED_OUT", "CANCELLED"
 
@@ -206,9 +210,7 @@ async def publish(
         raise EventError("a detached event is resumed by a worker; it cannot also be waited for here")
     event, key, org_id, body = check_name(event), check_key(key), check_org(org_id), check_payload(payload)
     engine = await yard.background.engine()
-    from ..chains.engine import QUEUE
-
-    queue = QUEUE if detach else yard.background.queue
+    queue = yard.background.shared_queue if detach else yard.background.queue
     event_id = _new_id("event")
     deliveries: list[dict[str, Any]] = []
     async with engine.transaction() as conn, conn.cursor(row_factory=dict_row) as cur:
@@ -319,32 +321,3 @@ def event_record(ctx: NodeContext, name: str, key: str, payload: dict[str, Any],
     record.status, record.business_ok, record.response = EvidenceStatus.SUCCESS, True, payload
     fill(ctx, ToolPlan(False, frozenset(), (), (), None, extracts), record, payload)
     return record
-
-
-# -- the resume jobs (registered through register_jobs by the agent plugin) --------------------------------------
-
-
-async def deliver_job(yard: SkillYard, wait_id: str) -> None:
-    """Resume the node of a DELIVERED wait with its event's payload."""
-    found = await delivered(yard, wait_id)
-    if found is None:
-        log.info("wait %s is no longer delivered (cancelled meanwhile): nothing to resume", wait_id)
-        return
-    wait, event = found
-    from .runner import agent_for_session
-
-    agent = await agent_for_session(yard, wait["session_id"])
-    turn = await agent.event_arrived(wait["session_id"], wait_id, event["payload"], event["id"])
-    log.info("event %s resumed session %s: %s", event["id"], wait["session_id"], turn.status if turn else "not waiting")
-
-
-async def timeout_job(yard: SkillYard, wait_id: str) -> None:
-    """At a wait's deadline: resume its node with EVENT_TIMEOUT, unless the event came first."""
-    wait = await settle_wait(yard, wait_id, TIMED_OUT)
-    if wait is None:
-        return  # delivered or cancelled before its deadline
-    from .runner import agent_for_session
-
-    agent = await agent_for_session(yard, wait["session_id"])
-    turn = await agent.event_arrived(wait["session_id"], wait_id, None)
-    log.info("wait %s timed out: session %s %s", wait_id, wait["session_id"], turn.status if turn else "not waiting")

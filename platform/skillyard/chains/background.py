@@ -69,6 +69,13 @@ class BackgroundQueue:
         self._jobs.add(job_id)
         return job_id
 
+    @property
+    def shared_queue(self) -> str:
+        """The queue every ``skillyard worker`` takes (jobs for whichever worker comes first)."""
+        from .engine import QUEUE
+
+        return QUEUE
+
     def track(self, job_id: int) -> None:
         """Wait for this job of :attr:`queue` when draining (another module deferred it there)."""
         self._jobs.add(job_id)
