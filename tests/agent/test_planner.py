@@ -6,13 +6,15 @@ Every node-level problem names its place (``nodes[1].skillKey …``)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from skillyard.agent.contract_parse import parse_contract
 from skillyard.agent.loader import ContractSkill
-from skillyard.agent.planner import MAX_PLAN_NODES, PlannedNode, plan_tool, validate_plan, write_target
+from skillyard.agent.planner import MAX_PLAN_NODES, PlannedNode, plan_tool, planning_prompt, validate_plan, write_target
+from skillyard.agent.state import Join
 from support.agent.crm import CONTRACTS, SKILLS, node
 
 MESSAGE = "Acme 的订单"
@@ -259,3 +261,184 @@ def test_the_plan_tool_offers_only_the_candidates(candidates):
     item = tool["function"]["parameters"]["properties"]["nodes"]["items"]
     assert item["properties"]["skillKey"]["enum"] == list(candidates)
     assert item["required"] == ["id", "skillKey", "goal"]
+
+
+# -- branches and joins (orchestration P2) ---------------------------------------------------------------------
+
+CUSTOMER_FOUND = {"node": "n1", "when": {"evidence": "customer", "op": "NOT_EMPTY"}}
+
+
+def problems_of(*raw: Any, candidates: dict[str, ContractSkill]) -> list[str]:
+    nodes, problems, _ = validate_plan(nodes_of(*raw), candidates, MESSAGE)
+    assert nodes == [] or problems == []
+    return problems
+
+
+def test_branch_fields_are_validated_and_kept(candidates):
+    plan = nodes_of(
+        {**node("n3", "crm.report", "report"), "onFailure": "n4"},
+        node("n4", "crm.customer", "tell someone"),
+        node("n1", "crm.customer", "find Acme"),
+        {
+            **node("n2", "crm.order", "order", [CUSTOMER_FOUND, {"node": "n3"}]),
+            "join": "ANY",
+        },
+        node("n5", "crm.report", "after", [{"node": "n1", "when": {"output": "customerId", "op": "EQ", "value": 7}}]),
+    )
+    nodes, problems, _ = validate_plan(plan, candidates, MESSAGE)
+    assert problems == []
+    assert [n.plan_id for n in nodes] == ["n3", "n4", "n1", "n2", "n5"]  # n4 after n3, which names it
+    order = next(n for n in nodes if n.plan_id == "n2")
+    assert order.depends_on == ("n1", "n3") and order.join is Join.ANY
+    assert order.when == {"n1": {"evidence": "customer", "op": "NOT_EMPTY"}}
+    assert nodes[0].on_failure == "n4" and nodes[1].on_failure is None and nodes[1].join is Join.ALL
+    assert nodes[4].when == {"n1": {"output": "customerId", "op": "EQ", "value": 7}}
+
+
+def test_an_on_failure_node_listed_first_still_runs_after_the_node_naming_it(candidates):
+    nodes, problems, _ = validate_plan(
+        nodes_of(node("alert", "crm.customer"), {**node("n1", "crm.order"), "onFailure": "alert"}),
+        candidates,
+        MESSAGE,
+    )
+    assert problems == [] and [n.plan_id for n in nodes] == ["n1", "alert"]
+
+
+@pytest.mark.parametrize(
+    ("when", "problem"),
+    [
+        (
+            {"output": "inStock", "op": "TRUTHY"},
+            "nodes[1].dependsOn[0].when.output 'inStock' is not an output of skill crm.customer (outputs: customerId)",
+        ),
+        (
+            {"evidence": "orders.0.id", "op": "EXISTS"},
+            "nodes[1].dependsOn[0].when.evidence 'orders.0.id': 'orders' is not an extract key of the tools of "
+            "skill crm.customer (keys: customer)",
+        ),
+        ({"evidence": "customer..id", "op": "EXISTS"}, "nodes[1].dependsOn[0].when.evidence 'customer..id' must be"),
+        ({"evidence": "", "op": "EXISTS"}, "nodes[1].dependsOn[0].when.evidence must be a non-empty string"),
+        ({"op": "EXISTS"}, "nodes[1].dependsOn[0].when needs exactly one of output or evidence (given: neither)"),
+        (
+            {"output": "customerId", "evidence": "customer", "op": "EXISTS"},
+            "nodes[1].dependsOn[0].when needs exactly one of output or evidence (given: output and evidence)",
+        ),
+        ({"output": "customerId", "op": "GT"}, "nodes[1].dependsOn[0].when.op 'GT' is not a condition op (ops: "),
+        ({"output": "customerId", "op": "eq", "value": 1}, "nodes[1].dependsOn[0].when.op 'eq' is not a condition op"),
+        ({"output": "customerId", "op": "EQ"}, "nodes[1].dependsOn[0].when.value is required for op EQ"),
+        ({"output": "customerId", "op": "EXISTS", "value": 1}, "nodes[1].dependsOn[0].when.value is only read by EQ"),
+        ({"output": "customerId", "op": "NE", "value": "x" * 600}, "nodes[1].dependsOn[0].when.value is longer than"),
+        ("customerId", "nodes[1].dependsOn[0].when must be an object {output | evidence, op, value?}, not str"),
+    ],
+)
+def test_a_condition_names_its_place_the_field_and_the_fix(candidates, when, problem):
+    problems = problems_of(
+        node("n1", "crm.customer"),
+        node("n2", "crm.report", depends=[{"node": "n1", "when": when}]),
+        candidates=candidates,
+    )
+    assert len(problems) == 1 and problems[0].startswith(problem), problems
+
+
+def test_evidence_paths_may_go_into_the_extract_and_through_lists(candidates):
+    for ref in ("customer", "customer.id", "customer[].id", "customer.0.name"):
+        depends = [{"node": "n1", "when": {"evidence": ref, "op": "EXISTS"}}]
+        assert (
+            problems_of(node("n1", "crm.customer"), node("n2", "crm.report", depends=depends), candidates=candidates)
+            == []
+        )
+
+
+def test_a_condition_on_a_skill_without_outputs_lists_none(candidates):
+    depends = [{"node": "n1", "when": {"output": "x", "op": "EXISTS"}}]
+    problems = problems_of(node("n1", "crm.report"), node("n2", "crm.order", depends=depends), candidates=candidates)
+    assert problems == ["nodes[1].dependsOn[0].when.output 'x' is not an output of skill crm.report (outputs: none)"]
+
+
+@pytest.mark.parametrize(
+    ("depends", "problem"),
+    [
+        ([{"when": {"output": "customerId", "op": "EXISTS"}}], "nodes[1].dependsOn[0].node must be the id of a node"),
+        ([CUSTOMER_FOUND, "n1"], "nodes[1].dependsOn[1] names 'n1' again; give each upstream node one entry"),
+        (["n1", CUSTOMER_FOUND], "nodes[1].dependsOn[1] names 'n1' again"),
+        ([{"node": "n9", "when": {"output": "x", "op": "EXISTS"}}], "nodes[1].dependsOn names no node of the plan: n9"),
+        ([{"node": "n2"}], "nodes[1] (n2) depends on itself"),
+        ([3], "nodes[1].dependsOn must be a list of node ids such as ['n1'] (or {node, when} objects)"),
+    ],
+)
+def test_depends_on_entries_with_conditions_are_checked(candidates, depends, problem):
+    problems = problems_of(node("n1", "crm.customer"), node("n2", "crm.report", depends=depends), candidates=candidates)
+    assert len(problems) == 1 and problems[0].startswith(problem), problems
+
+
+def test_a_plain_node_entry_and_a_null_condition_are_plain_edges(candidates):
+    nodes, problems, _ = validate_plan(
+        nodes_of(node("n1", "crm.customer"), node("n2", "crm.report", depends=[{"node": "n1", "when": None}])),
+        candidates,
+        MESSAGE,
+    )
+    assert problems == [] and nodes[1] == PlannedNode("n2", "crm.report", "do crm.report", None, ("n1",))
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ([{**node("n1", "crm.order"), "onFailure": "n1"}], "nodes[0].onFailure names the node itself"),
+        (
+            [{**node("n1", "crm.order"), "onFailure": "n9"}],
+            "nodes[0].onFailure 'n9' names no node of the plan (ids: n1)",
+        ),
+        ([{**node("n1", "crm.order"), "onFailure": 3}], "nodes[0].onFailure must be the id of another node"),
+        (
+            [{**node("n1", "crm.order"), "onFailure": "n2"}, node("n2", "crm.customer", depends=["n1"])],
+            "nodes[0].onFailure 'n2': n2 has dependsOn (n1); an onFailure node runs only when n1 fails, so it may "
+            "have no other incoming edges — remove its dependsOn",
+        ),
+        (
+            [
+                {**node("n1", "crm.order"), "onFailure": "n3"},
+                {**node("n2", "crm.report"), "onFailure": "n3"},
+                node("n3", "crm.customer"),
+            ],
+            "nodes[1].onFailure 'n3' is already the onFailure node of n1",
+        ),
+        (
+            [{**node("n1", "crm.order", depends=["n2"]), "onFailure": "n2"}, node("n2", "crm.customer")],
+            "the dependencies form a cycle (",
+        ),
+        ([{**node("n1", "crm.order"), "join": "SOME"}], "nodes[0].join 'SOME' must be ALL or ANY"),
+        ([{**node("n1", "crm.order"), "join": "any"}], "nodes[0].join 'any' must be ALL or ANY"),
+        ([{**node("n1", "crm.order"), "join": "ANY"}], "nodes[0].join ANY needs dependsOn"),
+    ],
+)
+def test_on_failure_and_join_are_checked(candidates, raw, problem):
+    problems = problems_of(*raw, candidates=candidates)
+    assert len(problems) == 1 and problems[0].startswith(problem), problems
+
+
+def test_a_cycle_through_an_on_failure_edge_says_so(candidates):
+    raw = [{**node("n1", "crm.order", depends=["n2"]), "onFailure": "n2"}, node("n2", "crm.customer")]
+    problems = problems_of(*raw, candidates=candidates)
+    assert "an onFailure node comes after the node that names it" in problems[0]
+
+
+def test_the_plan_tool_and_prompt_describe_the_branch_fields(candidates):
+    item = plan_tool(candidates)["function"]["parameters"]["properties"]["nodes"]["items"]
+    assert item["properties"]["join"]["enum"] == ["ALL", "ANY"] and item["properties"]["onFailure"]["type"] == "string"
+    edge = item["properties"]["dependsOn"]["items"]["anyOf"]
+    assert edge[0] == {"type": "string"} and edge[1]["properties"]["when"]["properties"]["op"]["enum"] == [
+        "EXISTS",
+        "EMPTY",
+        "NOT_EMPTY",
+        "EQ",
+        "NE",
+        "TRUTHY",
+    ]
+    from skillyard.agent.profile import AgentProfile
+
+    prompt = planning_prompt(AgentProfile("crm", "CRM clerk", Path("AGENT.md")), candidates)
+    assert (
+        "- crm.customer: Finds a customer by name; not for orders. (read only) [conditions may read outputs: " in prompt
+    )
+    assert "customerId; evidence: customer]" in prompt and "onFailure" in prompt and "join ANY" in prompt
+    assert "- crm.report: Reports a customer's orders. (read only)\n" in prompt

@@ -29,6 +29,7 @@ from . import graph as task_graph
 from .answers import Answer, apply_edit, resume_action
 from .binding import PinnedSkills, pin, skill_pin
 from .binding import summary as binding_summary
+from .branches import recovered
 from .builtins import BUILTIN_NAMES, call_builtin, offered_builtins
 from .chain import call_tool, idempotency_key, preview_binding, verify_write
 from .chain.summary import build_summary
@@ -327,6 +328,7 @@ class Agent:
         pinned |= {k for k, s in self.loaded.skills.items() if s.contract.delegatable}
         task.binding = pin(self.yard, [s for k, s in self.loaded.skills.items() if k in pinned])
         result = TurnResult(session.id, NodeStatus.RUNNING.value)
+        result.touched += task.node_ids  # the turn saves every node: one still PENDING must survive a restart
         ctx, last = self._next_runnable(session, task, graph, [], result)
         if ctx is None:  # every node was skipped: nothing to run, nothing to say
             assert last is not None  # a new graph has a node without upstream nodes
@@ -343,18 +345,21 @@ class Agent:
         result: TurnResult,
     ) -> tuple[NodeContext | None, NodeContext | None]:
         """Start the next node that can run, skipping provider nodes whose shared outputs exist (§7): its context
-        (None when no node can run) and the last node started (for a turn that ends on a skipped one)."""
+        (None when no node can run) and the last node started (for a turn that ends on a skipped one). Branch
+        decisions are made first (graph.settle); the nodes they skip are saved with the turn."""
         last = None
-        task_graph.block_stopped(task, graph)
-        while (node := task_graph.next_node(task, graph)) is not None:
+        while True:
+            skipped = task_graph.settle(task, graph, evidence)
+            result.touched += [n.id for n in skipped if n.id not in result.touched]
+            node = task_graph.next_node(task, graph)
+            if node is None:
+                return None, last
             last = self._start_node(session, task, node, graph, evidence, result)
             reason = self._skip_reason(last)
             if reason is None:
                 self._opening(last)
                 return last, last
             node.status, node.skipped_reason = NodeStatus.SKIPPED, reason
-            task_graph.block_stopped(task, graph)
-        return None, last
 
     def _start_node(
         self,
@@ -370,7 +375,8 @@ class Agent:
         session.task_id, session.node_id = task.id, node.id
         ctx = self._context(session, task, node, graph, evidence)
         self._bind_inputs(ctx)
-        result.touched.append(node.id)
+        if node.id not in result.touched:
+            result.touched.append(node.id)
         return ctx
 
     def _skip_reason(self, ctx: NodeContext) -> str | None:
@@ -868,7 +874,10 @@ def _task_reply(task: TaskState, graph: dict[str, NodeState], last: NodeState) -
     if task.status is not NodeStatus.FAILED:
         return last.reply
     counted = [graph[i] for i in task.node_ids if graph[i].kind is not NodeKind.DELEGATED]
-    failed = next((n for n in counted if n.status in task_graph.STOPPED and n.skipped_reason is None), last)
+    failed = next(
+        (n for n in counted if n.status in task_graph.STOPPED and n.skipped_reason is None and not recovered(n, graph)),
+        last,
+    )
     reply = failed.reply or ""
     not_run = [n for n in counted if n.skipped_reason is not None and n.status is NodeStatus.CANCELLED]
     if not_run:

@@ -80,6 +80,13 @@ class EdgeType(StrEnum):
     FAILURE = "FAILURE"  # an ``onFailure`` edge: the target runs when the source fails
 
 
+class Join(StrEnum):
+    """How a node joins its upstream nodes (``join`` of a plan node, orchestration P2)."""
+
+    ALL = "ALL"  # every upstream node that was not skipped must be DONE (the meaning of a plain dependsOn)
+    ANY = "ANY"  # one upstream node DONE (or one condition holding) is enough
+
+
 class PlanSource(StrEnum):
     SINGLE_REACT = "SINGLE_REACT"  # one candidate in mode REACT: no model call
     EXPLICIT = "EXPLICIT"  # the caller named the skill (send(skill_key=…), --skill)
@@ -227,6 +234,17 @@ class Observation:
 
 
 @dataclass
+class Decision:
+    """A branch decision of the task graph (orchestration P2): whether ``node`` runs, and why. Made once, when the
+    node's upstream nodes are final, and stored with the task: scheduling reads it again, never re-evaluates it."""
+
+    node: str  # the node id the decision is about
+    taken: bool  # True: the node runs; False: it was SKIPPED with ``reason``
+    reason: str
+    decided_at: float = field(default_factory=now)
+
+
+@dataclass
 class NodeState:
     """One node of a task: a contract skill working toward its goal."""
 
@@ -262,6 +280,10 @@ class NodeState:
     depends_on: list[str] = field(default_factory=list)  # node ids that must be DONE / SKIPPED first (NORMAL)
     skipped_reason: str | None = None  # why a SKIPPED node did not run, or why a node was not run at all
     depth: int = 0  # delegation depth: 0 for planned nodes, parent's + 1 for a delegated one
+    #: Upstream node id → its condition ``{output | evidence, op, value?}``: a CONDITIONAL edge (orchestration P2).
+    when: dict[str, dict[str, Any]] = field(default_factory=dict)
+    on_failure: str | None = None  # the node run when this one FAILS (a FAILURE edge) instead of failing the task
+    join: Join = Join.ALL
 
 
 @dataclass
@@ -278,6 +300,7 @@ class TaskState:
     #: The pinned execution binding (binding.py): what every turn and resume of this task runs with.
     binding: dict[str, Any] = field(default_factory=dict)
     reported_missing: list[str] = field(default_factory=list)  # pinned tools found missing (reported once)
+    decisions: list[Decision] = field(default_factory=list)  # branch decisions, in the order they were made
 
 
 @dataclass
@@ -344,6 +367,10 @@ def _decode(cls: type, name: str, value: Any) -> Any:
         return NodeStatus(value)
     if cls is NodeState and name == "kind":
         return NodeKind(value)
+    if cls is NodeState and name == "join":
+        return Join(value)
+    if cls is TaskState and name == "decisions":
+        return [from_json(Decision, v) for v in value]
     if cls is TaskState and name == "plan_source":
         return PlanSource(value)
     if cls is Checkpoint and name == "type":
