@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ...outputs.safe_write import UnsafePath
 from ..codes import ErrorCode
 from ..contract import ExportSpec
 from ..paths import get_path, has_value
@@ -105,9 +106,13 @@ def _judge(call: ChainCall, record: Evidence, envelope: dict[str, Any], *, first
     if reading.status == UNKNOWN:
         record.status = _UNKNOWN
         record.error_code = ErrorCode.WRITE_PENDING_VERIFY.value
-        why = f" ({reading.why})" if reading.why else ""
         said = receipt.message(reading, root)
-        record.error_message = f"the receipt of {call.label} says {reading.status}{why}" + (f": {said}" if said else "")
+        what = (
+            f"the receipt of {call.label} reports success but does not prove it ({reading.why})"
+            if reading.why
+            else f"the receipt of {call.label} leaves its outcome unknown"
+        )
+        record.error_message = what + (f": {said}" if said else "")
         return call.refuse(
             ErrorCode.WRITE_PENDING_VERIFY, record.error_message, outcome.unknown_step(call), evidence_id=record.id
         )
@@ -196,35 +201,34 @@ def _failed(call: ChainCall, record: Evidence, root: Any, reading: Reading) -> O
 async def _follow(call: ChainCall, record: Evidence, observation: Observation) -> Observation:
     """After the judgment: an asynchronous write's task, a listing's completeness, an export."""
     doc = call.plan.doc
-    if doc is None:
-        return observation
     root = invoke.result_root(call, record.response)
     if record.write:
-        spec = doc.async_task
-        if spec is None or not (record.succeeded or record.status is _UNKNOWN):
+        task = doc.async_task if doc is not None else None
+        if task is None or not (record.succeeded or record.status is _UNKNOWN):
             return observation
-        found, task_id = get_path(root, spec.id_path)
+        found, task_id = get_path(root, task.id_path)
         if not found or not has_value(task_id):
             if not record.succeeded:
                 return observation  # already uncertain: settled as any uncertain write
             record.status, record.write_status = _UNKNOWN, UNKNOWN
             record.error_code = ErrorCode.WRITE_PENDING_VERIFY.value
-            record.error_message = f"{call.label} returned no task id at {spec.id_path!r}, so it cannot be checked"
+            record.error_message = f"{call.label} returned no task id at {task.id_path!r}, so it cannot be checked"
             return call.refuse(
                 ErrorCode.WRITE_PENDING_VERIFY, record.error_message, outcome.unknown_step(call), evidence_id=record.id
             )
-        async_task.begin(record, spec, task_id)
+        async_task.begin(record, task, task_id)
         await call.ctx.record(record)
-        verdict, _ = await async_task.follow(call.ctx, record, spec)
+        verdict, _ = await async_task.follow(call.ctx, record, task)
         return async_task.observation(call, record, record.response, verdict)
     if not record.succeeded:
         return observation
-    if doc.paging is not None or record.receipt is not None:
-        paging.record(call, record, root, doc.paging)
+    spec = doc.paging if doc is not None else None
+    if spec is not None or record.receipt is not None:
+        paging.record(call, record, root, spec)
         if record.complete is False:
             word = paging.everything_asked(call.ctx)
-            observation.next_step = paging.continue_step(call.ctx, call.tool, record.next_cursor, doc.paging, word)
-    if doc.export is not None:
+            observation.next_step = paging.continue_step(call.ctx, call.tool, record.next_cursor, spec, word)
+    if doc is not None and doc.export is not None:
         return _export(call, record, root, observation, doc.export)
     return observation
 
@@ -234,7 +238,7 @@ def _export(call: ChainCall, record: Evidence, root: Any, observation: Observati
         export.publish(call, spec, record, root)
     except FileExistsError:
         return _export_failed(call, record, spec, ErrorCode.OUTPUT_WRITE_FORBIDDEN, "the file appeared meanwhile")
-    except (export.ExportFailed, export.UnsafePath) as exc:
+    except (export.ExportFailed, UnsafePath) as exc:
         return _export_failed(call, record, spec, ErrorCode.TOOL_BUSINESS_FAILED, str(exc))
     except OSError as exc:
         return _export_failed(call, record, spec, ErrorCode.TOOL_IO_ERROR, exc.strerror or str(exc))

@@ -56,7 +56,7 @@ def _target(call: ChainCall, spec: ExportSpec) -> tuple[str, Path]:
         raise UnsafePath(f"{spec.path_arg} needs a file name relative to the workspace, e.g. 'exports/report.pdf'")
     root = workspace(call)
     target = resolve_in_workspace(root, relative)
-    if target == Path(os.path.realpath(root)) or target.is_dir():
+    if target == Path(os.path.realpath(root)) or target.is_dir() or relative.endswith(("/", os.sep)):
         raise UnsafePath(f"path {relative!r} names a folder; add a file name, e.g. {relative.rstrip('/')}/report.pdf")
     return relative, target
 

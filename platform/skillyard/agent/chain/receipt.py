@@ -148,7 +148,7 @@ def _not_started(write: bool, reading: Reading) -> str:
 def _from_error(write: bool, failed: bool, reading: Reading, error: Mapping[str, Any] | None) -> str:
     """The status of a receipt without a recognized ``status``: from its structured error, else its flags."""
     kind = reading.error_kind
-    if kind == "partial_success":
+    if kind == "partial_success" or (reading.details or {}).get("status") == PARTIAL:  # a typed paging error too
         return PARTIAL
     if kind == "commit_unknown":
         if reading.execution_started is False:
@@ -181,7 +181,9 @@ def _operation(write: bool, failed: bool, root: Mapping[str, Any], reading: Read
             return _not_started(write, reading)
         return UNKNOWN if write else FAILED  # only an explicit execution_started=false makes a write retryable
     if status == FAILED:
-        return FAILED
+        return PARTIAL if (reading.details or {}).get("status") == PARTIAL else FAILED
+    if write and has_value(status) and reading.error_kind is None:
+        return UNKNOWN  # a status word the contract does not define proves nothing either way
     return _from_error(write, failed, reading, error)
 
 

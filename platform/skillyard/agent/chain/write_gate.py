@@ -85,9 +85,9 @@ def check(call: ChainCall) -> Observation | None:
             f"the same {call.label} is already running; it must not run twice",
             "wait for it: do not call this write again; continue with other work or call builtin_session_info",
         )
-    pending = next((e for e in same if e.status in (EvidenceStatus.UNKNOWN, EvidenceStatus.UNKNOWN_PRE_CALL)), None)
-    if pending is not None:
-        return _pending(call, pending)
+    uncertain = next((e for e in same if e.status in (EvidenceStatus.UNKNOWN, EvidenceStatus.UNKNOWN_PRE_CALL)), None)
+    if uncertain is not None:
+        return _pending(call, uncertain)
     partial = next((e for e in reversed(same) if e.partial is not None), None)
     if partial is not None:  # doc-runtime-contracts: a partial_success is never replayed
         return call.refuse(
