@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
+from functools import cached_property
 from typing import Any, Final
 
 from .expressions import Expression
@@ -29,6 +30,13 @@ class ResultView(StrEnum):
 
     TEXT = "TEXT"  # the JSON parsed from the text blocks: what contracts written for JSON-text tools read
     STRUCTURED = "STRUCTURED"  # the tool's structuredContent
+
+
+class ReceiptKind(StrEnum):
+    """``receipt`` (doc-runtime-contracts): the receipt shape a tool's results are read as."""
+
+    OPERATION = "doc.operation.v1"  # the shortcut receipt: contractVersion/ok/status/complete/steps/compensation
+    IMPORT = "doc.import"  # the +import receipt: success, taskId, documentUrl, documentName, documentType
 
 
 class Mode(StrEnum):
@@ -189,6 +197,41 @@ class VerifySpec:
 
 
 @dataclass(frozen=True)
+class AsyncTaskSpec:
+    """``asyncTask`` (doc-runtime-contracts): a write that answers with a task id is done only when its read-only
+    poll tool, called with that id, returns a result that meets ``done_when``."""
+
+    id_path: str  # where the task id sits in the write's result
+    poll_tool: str
+    id_arg: str  # the poll tool's argument that takes the id (default: the last segment of id_path)
+    done_when: SuccessSpec
+    failed_when: SuccessSpec | None = None  # a terminal failure of the task (optional)
+    attempts: int = 1  # polls right after the write (1-10)
+    interval_seconds: float = 1.0  # between those polls (0-60)
+
+
+@dataclass(frozen=True)
+class PagingSpec:
+    """``paging`` (doc-runtime-contracts): where a read's completeness fields sit and which argument continues it."""
+
+    cursor_arg: str = "cursor"
+    path: str | None = None  # the object holding complete/hasMore/truncated/stopReason/nextCursor (None: the root)
+
+
+@dataclass(frozen=True)
+class ExportSpec:
+    """``export`` (doc-runtime-contracts, safe output): a read whose result the runtime writes into the workspace."""
+
+    path_arg: str  # the argument naming the workspace-relative file to write
+    content_path: str | None = None  # the content in the result (text, or base64 with encoding base64)
+    file_path: str | None = None  # or: a file the tool wrote (inside the workspace) to publish
+    encoding: str = "utf-8"  # of content_path: utf-8 or base64
+    size_path: str | None = None  # the expected byte count in the result
+    sha256_path: str | None = None  # the expected hex SHA-256 in the result
+    overwrite_arg: str | None = None  # a boolean argument; true replaces an existing file only from a USER source
+
+
+@dataclass(frozen=True)
 class ToolContract:
     """§4: the contract of one business tool (the key equals the tool name in ``toolNames``)."""
 
@@ -207,6 +250,16 @@ class ToolContract:
     call_only: bool = False
     #: ``resultView``: the root that success / error / extracts paths read in an MCP tool's result.
     result_view: ResultView = ResultView.TEXT
+    #: ``receipt``: every result is read as this receipt (a result's ``contractVersion`` declares it too).
+    receipt: ReceiptKind | None = None
+    #: ``asyncTask``: the write is done only when its poll tool says so.
+    async_task: AsyncTaskSpec | None = None
+    #: ``targetArg``: the argument naming the write's target; it must come from an unambiguous, complete lookup.
+    target_arg: str | None = None
+    #: ``paging``: the read's completeness fields and cursor argument.
+    paging: PagingSpec | None = None
+    #: ``export``: the file a read's result is written to (safe output).
+    export: ExportSpec | None = None
 
     @property
     def is_write(self) -> bool:
@@ -267,3 +320,8 @@ class Contract:
     @property
     def write_tools(self) -> tuple[str, ...]:
         return tuple(name for name, tool in self.tools.items() if tool.is_write)
+
+    @cached_property
+    def poll_tools(self) -> frozenset[str]:
+        """The poll tools of the ``asyncTask`` writes: a call of one may settle a write that is still running."""
+        return frozenset(t.async_task.poll_tool for t in self.tools.values() if t.async_task is not None)

@@ -27,17 +27,18 @@ from .contract import (
     Mode,
     OutputSpec,
     OutputType,
+    ReceiptKind,
     ResultView,
     ShareScope,
     SideEffect,
-    SuccessOp,
     SuccessSpec,
     ToolContract,
     VerifyArg,
     VerifySpec,
     When,
 )
-from .contract_values import ContractError, ContractIssue, ContractReader, is_unset, json_path, type_name
+from .contract_doc import DocKeysReader
+from .contract_values import ContractError, ContractIssue, is_unset, json_path, type_name
 from .expressions import HIDDEN_PLATFORM_FIELDS, PLATFORM_FIELDS, Prefix
 
 #: An event name (``events.<NAME>``, builtin_node_wait_event's ``event``, ``skillyard agent event --event``).
@@ -46,7 +47,7 @@ EVENT_NAME = re.compile(r"\A[A-Za-z0-9_.:\-]{1,100}\Z")
 __all__ = ["ContractError", "ContractIssue", "load_contract_text", "parse_contract"]
 
 
-class _ContractWalk(ContractReader):
+class _ContractWalk(DocKeysReader):
     """Walks one raw contract, building the values of ``contract.py`` and collecting problems and warnings."""
 
     # the contract ----------------------------------------------------------------------------------------
@@ -133,18 +134,15 @@ class _ContractWalk(ContractReader):
             verify=self.verify(raw, path),
             call_only=call_only,
             result_view=self.enum(raw, "resultView", path, ResultView, ResultView.TEXT) or ResultView.TEXT,
+            receipt=self.enum(raw, "receipt", path, ReceiptKind, None),
+            async_task=self.async_task(raw, path, side),
+            target_arg=self.target_arg(raw, path, side, args),
+            paging=self.paging(raw, path, side),
+            export=self.export(raw, path, side),
         )
 
     def success(self, raw: Mapping[str, Any], path: str) -> SuccessSpec | None:
-        node = self.mapping(raw, "success", path)
-        if not node:
-            return None
-        where = json_path(path, "success")
-        return SuccessSpec(
-            path=self.text(node, "path", where),
-            op=self.enum(node, "op", where, SuccessOp, None),
-            value=node.get("value"),
-        )
+        return self.condition(raw, "success", path)
 
     def events(self, raw: Mapping[str, Any]) -> dict[str, EventSpec]:
         events: dict[str, EventSpec] = {}
@@ -341,6 +339,7 @@ class _ContractWalk(ContractReader):
                 )
             elif checked.is_write:
                 self.fail("§16.8", where, f"verify tool {tool.verify.tool!r} must be read-only (sideEffect NONE)")
+        self.doc_cross_checks(contract)
 
 
 #: The largest contract text read (JSON5 is parsed in Python: 8,000 tools took 22 s before this cap).

@@ -183,6 +183,7 @@ class _Checker:
                 self.check_path(cs, name, verify_arg, verify, "preflight.verify_args", "verify.args key")
                 if spec.from_expr is not None and spec.from_expr.prefix is Prefix.CALL:
                     self.check_path(cs, name, spec.from_expr.path, name, "preflight.verify_args", "verify.args from")
+        self.doc_keys(cs, name, tool)
         found = self.yard.resolve(name)
         secret = set(found[0].schema.secret_params) if found is not None else set()
         for path, arg_contract in tool.args.items():
@@ -200,6 +201,44 @@ class _Checker:
                     "so this contract's value never arrives; rename the parameter (e.g. author → writer) or mark it "
                     '"x-secret": false in the schema',
                 )
+
+    def doc_keys(self, cs: ContractSkill, name: str, tool: ToolContract) -> None:
+        """The doc-runtime-contracts keys: the poll tool is bound and takes the id, the named arguments exist."""
+        key = cs.skill_key
+        task = tool.async_task
+        if task is not None:
+            if task.poll_tool not in cs.tool_names:
+                self.add(
+                    key,
+                    name,
+                    "",
+                    "P0.poll_tool_not_bound",
+                    f"asyncTask.pollTool {task.poll_tool!r} is not in the skill's 'tools:'; add it so the task can be "
+                    "checked (without it the write stays uncertain)",
+                )
+            self.check_path(cs, name, task.id_arg, task.poll_tool, "preflight.async_task", "asyncTask.idArg")
+            for spec, what in ((task.done_when, "doneWhen"), (task.failed_when, "failedWhen")):
+                if spec is not None and spec.op is None:
+                    self.add(key, name, "", "preflight.success_op", f"asyncTask.{what} has no 'op'; set EQ, IN, …")
+        if tool.paging is not None:
+            self.check_path(cs, name, tool.paging.cursor_arg, name, "preflight.paging", "paging.cursorArg")
+        export = tool.export
+        if export is not None:
+            self.check_path(cs, name, export.path_arg, name, "preflight.export", "export.pathArg")
+            if export.overwrite_arg is not None:
+                self.check_path(cs, name, export.overwrite_arg, name, "preflight.export", "export.overwriteArg")
+                arg = tool.args.get(export.overwrite_arg)
+                if arg is None or SourceType.USER not in arg.sources:
+                    self.add(
+                        key,
+                        name,
+                        export.overwrite_arg,
+                        "preflight.export",
+                        f"export.overwriteArg {export.overwrite_arg!r} only overwrites when its value comes from the "
+                        f'user, and its argument contract does not allow USER; add "{export.overwrite_arg}": '
+                        '{"sources": ["USER"], "required": false} to args',
+                        "warning",
+                    )
 
     def arg_from_declared(self, cs: ContractSkill, name: str, path: str, arg: ArgContract) -> None:
         """``from: inputs.x`` / ``outputs.x`` must name an input / output the contract declares: otherwise the

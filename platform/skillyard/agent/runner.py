@@ -31,7 +31,7 @@ from .binding import PinnedSkills, pin, skill_pin
 from .binding import summary as binding_summary
 from .branches import recovered
 from .builtins import BUILTIN_NAMES, call_builtin, offered_builtins
-from .chain import call_tool, idempotency_key, preview_binding, verify_write
+from .chain import call_tool, can_verify, idempotency_key, preview_binding, verify_write
 from .chain.summary import build_summary
 from .codes import ErrorCode
 from .context import NodeContext
@@ -514,7 +514,7 @@ class Agent:
             if record.status not in (EvidenceStatus.UNKNOWN, EvidenceStatus.UNKNOWN_PRE_CALL) or record.id in not_yet:
                 continue
             contract = ctx.tool_contract(record.tool)
-            if contract is not None and contract.verify is not None:
+            if can_verify(ctx, record):  # a verify tool, or an asynchronous write's task to poll
                 observation = await verify_write(ctx, record)
                 result.observations.append(observation)
                 ctx.node.messages.append({"role": "user", "content": _note("verify", observation)})

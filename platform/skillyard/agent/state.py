@@ -131,6 +131,18 @@ class Evidence:
     error_message: str | None = None
     seq: int = 0  # order within the task (newest = highest)
     created_at: float = field(default_factory=now)
+    # doc-runtime-contracts (docs/agents.md "Write statuses and receipts" …): None where nothing was declared
+    receipt: str | None = None  # the receipt the result was read as: doc.operation.v1 / doc.import
+    write_status: str | None = None  # success / partial_success / unknown / retryable / failed, as settled
+    error_kind: str | None = None  # a structured error's kind (validation, not_found, …, commit_unknown)
+    retryable: bool | None = None  # the result's ``retryable``: False forbids any automatic replay
+    partial: dict[str, Any] | None = None  # partial_success: {"steps": …, "compensation": …}
+    attempts: list[dict[str, Any]] | None = None  # the earlier attempts of a retried write, oldest first
+    async_task: dict[str, Any] | None = None  # an asyncTask write: {"id", "pollTool", "idArg", "done", "polls"}
+    complete: bool | None = None  # a paged read proved complete (True) or not (False); None: no paging fields
+    next_cursor: Any = None  # a paged read's continuation
+    query: str | None = None  # a paged read's query: tool + digest of its arguments without the cursor
+    export: dict[str, Any] | None = None  # a safe-output export: {"path", "size", "sha256"} or {"path", "error"}
 
     @classmethod
     def started(
@@ -226,6 +238,8 @@ class Observation:
             done: dict[str, Any] = {"ok": True, "result": self.content}
             if self.evidence_id:
                 done["evidence_id"] = self.evidence_id
+            if self.next_step:  # e.g. a listing that is not complete yet: how to continue it
+                done["next_step"] = self.next_step
             return done
         body: dict[str, Any] = {"ok": False, "code": self.code, "error": self.content}
         if self.next_step:

@@ -1,7 +1,9 @@
 """Node outputs (§8): ``builtin_output_set``, the completion checks of §10.2, and what a DONE node publishes.
 
 * :func:`source_problem` is the one source check, used when an output is written and again at finish;
-* :func:`completion_refusal` runs the §10.2 checks in order and returns the first failure (or None);
+* :func:`completion_refusal` runs the §10.2 checks in order and returns the first failure (or None), with the two
+  gates of doc-runtime-contracts: a target write that is ``partial_success`` and an incomplete listing the user
+  asked for in full;
 * :func:`publish` writes the shares (``share: TASK`` → ``shared.<key>``, ``SESSION`` → ``session.<key>``) and the
   entities of outputs with ``entity`` once the node is DONE.
 """
@@ -10,14 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..chain import paging
 from ..chain.evidence import make_entities, remember
 from ..chain.provenance import same
+from ..chain.receipt import short
 from ..codes import ErrorCode
 from ..context import NodeContext
 from ..contract import UNSET, OutputSpec, ShareScope, SourceType
 from ..expressions import HIDDEN_PLATFORM_FIELDS, PLATFORM_FIELDS
 from ..paths import get_path, has_value
-from ..state import Entity, Observation, OutputValue
+from ..state import Entity, Evidence, Observation, OutputValue
 from .tool import Builtin, Call, JsonObject, params, text_arg
 
 OUTPUT_SET = "builtin_output_set"
@@ -204,6 +208,9 @@ def completion_refusal(ctx: NodeContext, output: str) -> tuple[ErrorCode, str, s
     target = ctx.node.target
     goal_evidence = ctx.goal_evidence()  # this node's and its delegated nodes' (§15)
     if target:
+        partial = [e for e in goal_evidence if e.tool == target and e.write and e.partial is not None]
+        if partial:
+            return _partial_write(target, partial)
         if not any(e.tool == target and e.succeeded for e in goal_evidence):
             return (
                 ErrorCode.FINISH_NEED_TARGET,
@@ -218,7 +225,41 @@ def completion_refusal(ctx: NodeContext, output: str) -> tuple[ErrorCode, str, s
             f"call one of {', '.join(ctx.skill.tool_names)} first; if the goal cannot be reached, "
             "call builtin_node_fail with the reason",
         )
-    return None
+    return _incomplete_listing(ctx)
+
+
+def _partial_write(target: str, partial: list[Evidence]) -> tuple[ErrorCode, str, str]:
+    """doc-runtime-contracts: a target write that partly happened (``partial_success``) never completes the node."""
+    facts = [(e.id, e.partial or {}) for e in partial]
+    listed = "; ".join(
+        f"{ident}: steps {short(p.get('steps'))}, compensation {short(p.get('compensation'))}" for ident, p in facts
+    )
+    return (
+        ErrorCode.FINISH_PARTIAL_WRITE,
+        f"the target write {target!r} only partly happened (partial_success), so this node cannot finish: {listed}",
+        f"do not call {target} again (its succeeded steps must not be replayed); tell the user which steps ran and the "
+        "compensation, then call builtin_node_fail with them",
+    )
+
+
+def _incomplete_listing(ctx: NodeContext) -> tuple[ErrorCode, str, str] | None:
+    """doc-runtime-contracts: the user asked for everything, and the last read of a paged query is incomplete."""
+    word = paging.everything_asked(ctx)
+    if word is None:
+        return None
+    incomplete = paging.incomplete_listings(ctx)
+    if not incomplete:
+        return None
+    last = max(incomplete, key=lambda e: e.seq)
+    contract = ctx.tool_contract(last.tool)
+    spec = contract.paging if contract is not None else None
+    listed = ", ".join(f"{e.tool} ({e.id}, next cursor {e.next_cursor!r})" for e in incomplete)
+    return (
+        ErrorCode.FINISH_INCOMPLETE_LISTING,
+        f"the user asked for everything ({word!r}), but the last read of this query is not complete: {listed}",
+        paging.continue_step(ctx, last.tool, last.next_cursor, spec, word)
+        + "; if it cannot be completed, call builtin_node_fail with the reason",
+    )
 
 
 def _value(ctx: NodeContext, key: str) -> Any:

@@ -1,8 +1,10 @@
 """The entry point of the tool-call chain for business tools (§13): :func:`call_tool`.
 
-Stages, in order: catalog (``toolNames``) → arg policy → arg binding → param contract → fingerprint check → write
-gate → the call → response contract → evidence → fingerprint count. A refusal before the call registers no
-evidence and runs nothing. A write is registered ``STARTED`` before its call and never retried automatically.
+Stages, in order: catalog (``toolNames``) → arg policy → arg binding → param contract → [targets by name, export
+path] → fingerprint check → write gate → the call → response contract → evidence → fingerprint count. A refusal
+before the call registers no evidence and runs nothing. A write is registered ``STARTED`` before its call and never
+retried automatically, except once when its receipt says ``retryable`` and that the execution had not started
+(doc_settle.py). Tools and results that declare none of the doc-runtime-contracts keys take outcome.settle.
 """
 
 from __future__ import annotations
@@ -11,21 +13,21 @@ from typing import Any
 
 from ..codes import ErrorCode
 from ..context import NodeContext
-from ..state import Evidence, EvidenceStatus, Observation
+from ..state import Evidence, Observation
 from . import (
     arg_binding,
     arg_policy,
-    evidence,
+    async_task,
+    doc_settle,
     fingerprint,
     invoke,
+    outcome,
     param_contract,
     pinned_schema,
-    response,
+    receipt,
     write_gate,
 )
 from .base import ChainCall
-
-SUCCESS = EvidenceStatus.SUCCESS  # read once: an enum member read off its class is slow on Python 3.11
 
 
 def _denied(call: ChainCall) -> Observation:
@@ -43,60 +45,13 @@ def _before(call: ChainCall) -> Observation | None:
         return refusal
     if call.plan.binds:  # binding writes only the args with from/const
         arg_binding.bind(call)
-    refusal = param_contract.check(call) or pinned_schema.check(call) or fingerprint.check(call)
+    refusal = param_contract.check(call) or pinned_schema.check(call)
+    if refusal is None and call.plan.doc is not None:  # targets by name, export paths (doc-runtime-contracts)
+        refusal = doc_settle.before(call)
+    refusal = refusal or fingerprint.check(call)
     if refusal is None and call.plan.write:  # the write gate stops writes only
         refusal = write_gate.check(call)
     return refusal
-
-
-def _failure_step(call: ChainCall, failure: invoke.Failure, status: EvidenceStatus) -> str:
-    if status is EvidenceStatus.UNKNOWN:
-        verify = call.contract.verify if call.contract else None
-        check = (
-            f"it will be checked with {verify.tool} when the node resumes"
-            if verify
-            else "the user will be asked whether it took effect"
-        )
-        return f"do not call {call.tool} again: the write may have happened and {check}; continue or finish later"
-    if failure is invoke.Failure.PARAMS:
-        return f"fix the arguments named in the error and call {call.tool} again"
-    if failure is invoke.Failure.MCP_TOOL:
-        return f"read the tool's error: fix the arguments and call {call.tool} again, or call builtin_node_fail"
-    if failure is invoke.Failure.UNREACHABLE:
-        return f"{call.tool} cannot be reached now; try again later or call builtin_node_fail with the reason"
-    return f"call {call.tool} again once, or call builtin_node_fail with the reason if it keeps failing"
-
-
-def _settle(call: ChainCall, record: Evidence, envelope: dict[str, Any]) -> Observation:
-    """The response contract and evidence of a returned call: fills ``record`` and says what the model sees."""
-    record.response = envelope
-    failed = invoke.failed(envelope)  # one check for the §14.4 class and the response contract
-    failure = invoke.failure_kind(envelope) if failed else None  # invoke.classify(envelope)
-    if failure is not None:
-        record.status = failure.status(record.write)
-        record.error_code = failure.code.value
-        record.error_message = str(envelope.get("error") or failure.name)
-        return call.refuse(
-            failure.code,
-            record.error_message,
-            _failure_step(call, failure, record.status),
-            evidence_id=record.id,
-        )
-    record.status = SUCCESS
-    root = invoke.result_root(call, envelope)  # an MCP tool's chosen view; any other skill's whole envelope
-    # response.business_ok(call.plan.success, root), whose failed() check is the one just made
-    record.business_ok = False if failed else response.success_holds(call.plan.success, root)
-    if record.business_ok:
-        evidence.fill(call.ctx, call.plan, record, root)
-        return call.observation(True, envelope, evidence_id=record.id)
-    record.error_code, record.error_message = response.business_error(call.contract, root)
-    return call.refuse(
-        record.error_code,
-        f"{call.label} failed: {record.error_message}",
-        "read the error: fix the arguments and call again, ask the user with builtin_node_follow_up, "
-        "or call builtin_node_fail with the reason",
-        evidence_id=record.id,
-    )
 
 
 async def call_tool(
@@ -136,7 +91,12 @@ async def call_tool(
         envelope = await invoke.start(call)
     except Exception as exc:
         envelope = invoke.crashed(call, exc)
-    observation = _settle(call, record, envelope)
+    if call.plan.doc is None and not receipt.announced(call, envelope):  # the usual case: one dict check
+        observation = outcome.settle(call, record, envelope)
+    else:  # receipts, structured errors, retries, async tasks, paging, exports
+        observation = await doc_settle.settle(call, record, envelope)
     await ctx.record(record)
     fingerprint.count(call, record.succeeded)
+    if name in ctx.skill.contract.poll_tools and record.succeeded:  # a poll may settle a running write
+        observation = await async_task.observe(ctx, record, invoke.result_root(call, envelope), observation)
     return observation

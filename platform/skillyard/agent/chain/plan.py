@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..contract import ArgContract, Extract, ResultView, SourceType, ToolContract
+from ..contract import (
+    ArgContract,
+    AsyncTaskSpec,
+    ExportSpec,
+    Extract,
+    PagingSpec,
+    ReceiptKind,
+    ResultView,
+    SourceType,
+    ToolContract,
+)
 from .response import SuccessCheck, success_check
 
 MODEL = SourceType.MODEL.value  # "MODEL" (an enum's .value is a slow descriptor on Python 3.11)
@@ -32,6 +42,20 @@ class ArgPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class DocPlan:
+    """The doc-runtime-contracts keys of one tool contract (docs/agents.md "Write statuses and receipts"); a tool
+    without any of them has none, so its calls never look at them."""
+
+    receipt: ReceiptKind | None
+    async_task: AsyncTaskSpec | None
+    done_when: SuccessCheck | None  # async_task.done_when as one check
+    failed_when: SuccessCheck | None
+    target_arg: str | None
+    paging: PagingSpec | None
+    export: ExportSpec | None
+
+
+@dataclass(frozen=True, slots=True)
 class ToolPlan:
     #: sideEffect WRITE (read on every call: the contract's property compares an enum member, slow on 3.11)
     write: bool
@@ -41,6 +65,7 @@ class ToolPlan:
     success: SuccessCheck | None  # the success spec as one check, its op looked up; None without a success spec
     extracts: tuple[tuple[str, Extract], ...]  # (key or path, extract)
     structured: bool = False  # resultView STRUCTURED: an MCP result's paths read structuredContent, not the text's JSON
+    doc: DocPlan | None = None  # the doc-runtime keys (receipt, asyncTask, targetArg, paging, export), if any
 
 
 #: The plan of a tool without a contract (§1.3): a read with nothing to check, bind or extract.
@@ -59,6 +84,22 @@ def _arg_plan(arg: ArgContract) -> ArgPlan:
     )
 
 
+def _doc_plan(contract: ToolContract) -> DocPlan | None:
+    task = contract.async_task
+    keys = (contract.receipt, task, contract.target_arg, contract.paging, contract.export)
+    if all(key is None for key in keys):
+        return None
+    return DocPlan(
+        receipt=contract.receipt,
+        async_task=task,
+        done_when=None if task is None else success_check(task.done_when),
+        failed_when=None if task is None or task.failed_when is None else success_check(task.failed_when),
+        target_arg=contract.target_arg,
+        paging=contract.paging,
+        export=contract.export,
+    )
+
+
 def _build(contract: ToolContract) -> ToolPlan:
     args = tuple(contract.args.values())
     return ToolPlan(
@@ -71,6 +112,7 @@ def _build(contract: ToolContract) -> ToolPlan:
         success=None if contract.success is None else success_check(contract.success),
         extracts=tuple((extract.key or extract.path, extract) for extract in contract.extracts),
         structured=contract.result_view is ResultView.STRUCTURED,
+        doc=_doc_plan(contract),
     )
 
 

@@ -1,10 +1,12 @@
 """Stage 5 (§13 WriteGate, §14.1–§14.2): identical writes, writes in flight or unsettled, and approval.
 
 Order: an identical write (same tool + idempotency key in this task) that succeeded returns its earlier result
-without approval and without a call; one in flight → ``WRITE_IN_FLIGHT``; one uncertain → ``WRITE_PENDING_VERIFY``;
-otherwise the write needs approval (``APPROVAL_REQUIRED``: the node remembers it as ``node.gated`` and among
-``node.pending_writes``, by its call id, for a batch approval) unless the tool
-has ``confirm: false`` AND is listed in ``settings.write_confirm_bypass_tools``, or this is the CONFIRM path.
+without approval and without a call; one in flight → ``WRITE_IN_FLIGHT``; one uncertain or still running as an
+asynchronous task → ``WRITE_PENDING_VERIFY``; one that partly happened (``partial_success``) →
+``FINISH_PARTIAL_WRITE`` (never replayed); otherwise the write needs approval (``APPROVAL_REQUIRED``: the node
+remembers it as ``node.gated`` and among ``node.pending_writes``, by its call id, for a batch approval) unless the
+tool has ``confirm: false`` AND is listed in ``settings.write_confirm_bypass_tools`` (and no earlier attempt said
+``retryable: false``), or this is the CONFIRM path.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from typing import Any
 from ..codes import ErrorCode
 from ..contract import ToolContract
 from ..paths import get_path, has_value
-from ..state import EvidenceStatus, GatedWrite, Observation
+from ..state import Evidence, EvidenceStatus, GatedWrite, Observation
+from .async_task import pending_step
 from .base import ChainCall, canonical, digest
+from .receipt import short
 from .summary import build_summary
 
 
@@ -38,6 +42,33 @@ def idempotency_key(
     return f"{tool}:{digest(canonical(args) if canonical_args is None else canonical_args)}"
 
 
+def _pending(call: ChainCall, pending: Evidence) -> Observation:
+    """``WRITE_PENDING_VERIFY``: the same write is uncertain, or still running as an asynchronous task."""
+    assert call.contract is not None
+    if pending.async_task is not None:
+        return call.refuse(
+            ErrorCode.WRITE_PENDING_VERIFY,
+            f"the same {call.label} (evidence {pending.id}) runs as task {pending.async_task.get('id')!r} and has "
+            "not finished yet",
+            pending_step(pending),
+            evidence_id=pending.id,
+        )
+    verify = call.contract.verify
+    how = f"it will be checked with {verify.tool}" if verify else "the user will be asked whether it took effect"
+    return call.refuse(
+        ErrorCode.WRITE_PENDING_VERIFY,
+        f"the outcome of the same {call.label} (evidence {pending.id}) is not known yet; {how}",
+        f"do not call {call.tool} again; "
+        + (
+            f"call {verify.tool} to check whether it took effect"
+            if verify
+            else "the user is asked whether it took effect when the node next reopens; continue with other work "
+            "or reply"
+        ),
+        evidence_id=pending.id,
+    )
+
+
 def check(call: ChainCall) -> Observation | None:
     """The gate of a write (reads never reach it)."""
     assert call.contract is not None
@@ -54,26 +85,25 @@ def check(call: ChainCall) -> Observation | None:
             f"the same {call.label} is already running; it must not run twice",
             "wait for it: do not call this write again; continue with other work or call builtin_session_info",
         )
-    pending = next((e for e in same if e.status in (EvidenceStatus.UNKNOWN, EvidenceStatus.UNKNOWN_PRE_CALL)), None)
-    if pending is not None:
-        verify = call.contract.verify
-        how = f"it will be checked with {verify.tool}" if verify else "the user will be asked whether it took effect"
+    uncertain = next((e for e in same if e.status in (EvidenceStatus.UNKNOWN, EvidenceStatus.UNKNOWN_PRE_CALL)), None)
+    if uncertain is not None:
+        return _pending(call, uncertain)
+    partial = next((e for e in reversed(same) if e.partial is not None), None)
+    if partial is not None:  # doc-runtime-contracts: a partial_success is never replayed
         return call.refuse(
-            ErrorCode.WRITE_PENDING_VERIFY,
-            f"the outcome of the same {call.label} (evidence {pending.id}) is not known yet; {how}",
-            f"do not call {call.tool} again; "
-            + (
-                f"call {verify.tool} to check whether it took effect"
-                if verify
-                else "the user is asked whether it took effect when the node next reopens; continue with other work "
-                "or reply"
-            ),
-            evidence_id=pending.id,
+            ErrorCode.FINISH_PARTIAL_WRITE,
+            f"the same {call.label} partly happened already (evidence {partial.id}, partial_success): steps "
+            f"{short(partial.partial.get('steps') if partial.partial else None)}; compensation "
+            f"{short(partial.partial.get('compensation') if partial.partial else None)}; it is never replayed",
+            f"do not call {call.tool} again: tell the user which steps ran and the compensation, then call "
+            "builtin_node_fail with them",
+            evidence_id=partial.id,
         )
     if call.approved:
         return None
     bypass: frozenset[str] = getattr(ctx.settings, "write_confirm_bypass_tools", frozenset())
-    if not call.contract.confirm and call.tool in bypass:
+    # a failed attempt whose service said retryable: false is never replayed without the user, bypass or not
+    if not call.contract.confirm and call.tool in bypass and not any(e.retryable is False for e in same):
         return None
     summary = build_summary(call.contract, call.args, call.sources)
     gated = ctx.node.gated = GatedWrite(
