@@ -1,0 +1,2 @@
+def mount_console(app):
+    return None
