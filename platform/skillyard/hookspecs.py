@@ -93,6 +93,17 @@ def register_commands(cli: SkillyardGroup) -> None:
 
 
 @hookspec
+def register_jobs(register: Callable[..., None]) -> None:
+    """Register kinds of background job, run by the job queue's workers (``skillyard worker`` and each host's own).
+
+    Call ``register(name, handler)``: ``name`` is a dotted task name unique across plugins (``"acme.sync"``),
+    ``handler`` is ``async def handler(yard, **arguments) -> None``. Defer a job with
+    ``await yard.background.defer(name, arguments)``; the arguments are stored as JSON in the queue, so they must
+    hold no secrets (pass ids and read the rest from the database).
+    """
+
+
+@hookspec
 def skill_roots(yard: SkillYard) -> list[str] | None:
     """Return extra folders to search for skills.
 

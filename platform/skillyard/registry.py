@@ -6,7 +6,7 @@ names both plugins, and remember which plugin registered what.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -142,3 +142,27 @@ def collect_models(pm: pluggy.PluginManager) -> dict[str, ModelProvider]:
 
     call_per_plugin(pm, "register_models", models_register)
     return found
+
+
+#: A background job handler (``register_jobs``): ``async def (yard, **arguments) -> None``.
+JobHandler = Callable[..., Awaitable[None]]
+
+
+def collect_jobs(pm: pluggy.PluginManager) -> dict[str, JobHandler]:
+    """Ask every plugin for its background job kinds; a name registered twice fails naming both plugins."""
+    found: dict[str, tuple[str, JobHandler]] = {}
+
+    def jobs_register(plugin: str) -> dict[str, Any]:
+        def register(name: str, handler: JobHandler) -> None:
+            if not isinstance(name, str) or not name or not callable(handler):
+                raise DuplicateRegistration(f"plugin {plugin!r} registered job {name!r}: give a name and a handler")
+            if name in found:
+                raise DuplicateRegistration(
+                    f"job {name!r} is registered by both {found[name][0]!r} and {plugin!r}; unregister one of them"
+                )
+            found[name] = (plugin, handler)
+
+        return {"register": register}
+
+    call_per_plugin(pm, "register_jobs", jobs_register)
+    return {name: handler for name, (_plugin, handler) in found.items()}

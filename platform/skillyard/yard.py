@@ -397,6 +397,26 @@ class SkillYard:
 
         return await open_stored_agent(self, agent_code, model=model)
 
+    async def agent_event(
+        self,
+        name: str,
+        key: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        org_id: str,
+        detach: bool = False,
+        wait: bool = False,
+    ) -> dict[str, Any]:
+        """Deliver an external event to the agent nodes of ``org_id`` waiting for (``name``, ``key``), or keep it
+        24 hours for a node that starts waiting later (docs/agents.md "External events").
+
+        Each resume is a queued job: of this host (it starts at once; ``close()`` waits for it; ``wait=True``
+        waits here and adds each session's ``status`` and ``checkpoint`` to its delivery), or with ``detach`` of
+        the shared queue, for a ``skillyard worker``."""
+        from .agent.events import publish
+
+        return await publish(self, name, key, payload, org_id=org_id, detach=detach, wait=wait)
+
     async def agents(self, agents_dir: str | os.PathLike[str], *, model: Any = None) -> AgentRouter:
         """Load every agent folder under ``agents_dir`` behind a router (§1.2): ``send`` routes a new session to
         one agent by its mission, and the session stays with it."""

@@ -61,8 +61,17 @@ FINISH_CODES = {
     "FINISH_NEED_BUSINESS": "42255",
 }
 
-#: skillyard's own codes beyond §17 (orchestration requirements P0).
-OWN_CODES = {"TOOL_SCHEMA_CHANGED": "42262"}
+#: skillyard's own codes beyond §17 (orchestration requirements P0, and agent part 3's table).
+OWN_CODES = {
+    "TOOL_SCHEMA_CHANGED": "42262",
+    "FINISH_PARTIAL_WRITE": "42256",
+    "FINISH_INCOMPLETE_LISTING": "42257",
+    "CHOICE_INVALID": "42258",
+    "EVENT_TIMEOUT": "42259",
+    "APPROVAL_EDIT_FORBIDDEN": "42260",
+    "APPROVAL_BATCH_UNKNOWN_CALL": "42261",
+    "TARGET_UNRESOLVED": "42263",
+}
 
 
 @needs_db

@@ -95,6 +95,7 @@ class NodeContext:
     evidence: list[Evidence] = field(default_factory=list)  # the task's evidence, oldest first
     upstream_node_ids: list[str] = field(default_factory=list)  # dependency / delegation ancestors, nearest first
     events: list[dict[str, Any]] = field(default_factory=list)  # progress events of this turn (tool labels, …)
+    approvals: list[dict[str, Any]] = field(default_factory=list)  # approvals answered in this turn (their records)
     model: Any = None  # the node's ChatModel: skill_md business tools run as sub-agents on it
     #: Runs a skill_md business tool as an isolated sub-agent; passed in by the node runner (the chain never
     #: imports the runner back).

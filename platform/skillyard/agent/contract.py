@@ -64,6 +64,7 @@ class SourceType(StrEnum):
     MODEL = "MODEL"
     CONTRACT = "CONTRACT"
     PLATFORM = "PLATFORM"
+    EVENT = "EVENT"  # the payload of an external event a node waited for (builtin_node_wait_event)
 
 
 class MissingAction(StrEnum):
@@ -241,6 +242,16 @@ class OutputSpec:
 
 
 @dataclass(frozen=True)
+class EventSpec:
+    """``events.<NAME>``: an external event a node may wait for; its payload's ``extracts`` (§6.3 shape) are what
+    ``evidence.<key>`` expressions and the ``EVENT`` source read."""
+
+    name: str
+    label: str | None = None
+    extracts: tuple[Extract, ...] = ()
+
+
+@dataclass(frozen=True)
 class Contract:
     """§2–§3: a whole skill contract."""
 
@@ -250,6 +261,8 @@ class Contract:
     inputs: dict[str, InputSpec] = field(default_factory=dict)
     outputs: dict[str, OutputSpec] = field(default_factory=dict)
     tools: dict[str, ToolContract] = field(default_factory=dict)
+    #: ``events``: the external events this skill's nodes wait for (optional; undeclared events carry no extracts).
+    events: dict[str, EventSpec] = field(default_factory=dict)
 
     @property
     def write_tools(self) -> tuple[str, ...]:

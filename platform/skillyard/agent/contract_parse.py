@@ -7,6 +7,7 @@ skill, the rule (``§16.6``), the JSON path (``tools.createArticle.success``) an
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ from .contract import (
     ArgContract,
     Contract,
     ErrorSpec,
+    EventSpec,
     Extract,
     InputSpec,
     MissingAction,
@@ -38,6 +40,9 @@ from .contract import (
 from .contract_values import ContractError, ContractIssue, ContractReader, is_unset, json_path, type_name
 from .expressions import HIDDEN_PLATFORM_FIELDS, PLATFORM_FIELDS, Prefix
 
+#: An event name (``events.<NAME>``, builtin_node_wait_event's ``event``, ``skillyard agent event --event``).
+EVENT_NAME = re.compile(r"\A[A-Za-z0-9_.:\-]{1,100}\Z")
+
 __all__ = ["ContractError", "ContractIssue", "load_contract_text", "parse_contract"]
 
 
@@ -54,6 +59,7 @@ class _ContractWalk(ContractReader):
             inputs=self.inputs(self.mapping(raw, "inputs", "")),
             outputs=self.outputs(self.mapping(raw, "outputs", "")),
             tools=tools,
+            events=self.events(self.mapping(raw, "events", "")),
         )
         self.cross_checks(contract)
         return contract
@@ -139,6 +145,22 @@ class _ContractWalk(ContractReader):
             op=self.enum(node, "op", where, SuccessOp, None),
             value=node.get("value"),
         )
+
+    def events(self, raw: Mapping[str, Any]) -> dict[str, EventSpec]:
+        events: dict[str, EventSpec] = {}
+        for name, node in raw.items():
+            path = json_path("events", str(name))
+            if not isinstance(name, str) or not EVENT_NAME.match(name):
+                self.fail("events", path, f"event name {name!r} must be 1-100 letters, digits, '_', '-', '.' or ':'")
+                continue
+            if is_unset(node):
+                events[name] = EventSpec(name)
+                continue
+            if not isinstance(node, Mapping):
+                self.fail("§19", path, f"an event must be an object {{label?, extracts?}}, not {type_name(node)}")
+                continue
+            events[name] = EventSpec(name, self.text(node, "label", path), self.extracts(node, path))
+        return events
 
     def extracts(self, raw: Mapping[str, Any], path: str) -> tuple[Extract, ...]:
         out = []

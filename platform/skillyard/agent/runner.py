@@ -18,21 +18,25 @@ checkpoint, else DONE, FAILED or CANCELLED.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInput, SkillyardError
+from ..errors import InvalidInput
 from ..invoke.run import check_session_id
 from . import graph as task_graph
+from .answers import Answer, apply_edit, resume_action
 from .binding import PinnedSkills, pin, skill_pin
 from .binding import summary as binding_summary
 from .builtins import BUILTIN_NAMES, call_builtin, offered_builtins
-from .chain import call_tool, preview_binding, verify_write
+from .chain import call_tool, idempotency_key, preview_binding, verify_write
 from .chain.summary import build_summary
 from .codes import ErrorCode
 from .context import NodeContext
+from .errors import AgentError
 from .evaluate import resolve
+from .events import CANCELLED, TIMED_OUT, event_record, settle_wait
 from .expressions import ExpressionError, Prefix, open_platform_fields, parse_expression
 from .loader import ContractSkill, LoadedAgent
 from .models import ChatModel
@@ -41,10 +45,12 @@ from .planner import Plan, PlannedNode, plan_task
 from .prompt import business_tool_functions, system_prompt
 from .settings import AgentSettings
 from .state import (
+    EVENT_TOOL_PREFIX,
     Checkpoint,
     CheckpointType,
     Evidence,
     EvidenceStatus,
+    GatedWrite,
     NodeKind,
     NodeState,
     NodeStatus,
@@ -99,10 +105,6 @@ def _not_run(tool: str, arguments: Any, call_id: str | None, status: NodeStatus)
     )
 
 
-class AgentError(SkillyardError):
-    """A send / resume that cannot be carried out (no open checkpoint, unknown skill …); the message says why."""
-
-
 def check_message(message: Any, identity: Any) -> None:
     """Refuse a message that is not text and an identity that is not a mapping, before anything is stored."""
     if not isinstance(message, str):
@@ -140,44 +142,85 @@ class Agent:
     # -- public API --------------------------------------------------------------------------------------------
 
     async def send(
-        self, session_id: str, message: str, identity: Mapping[str, Any] | None = None, skill_key: str | None = None
+        self,
+        session_id: str,
+        message: str,
+        identity: Mapping[str, Any] | None = None,
+        skill_key: str | None = None,
+        *,
+        wait: bool = True,
     ) -> TurnResult:
-        """A user message: reopen the session's node (a suspended one takes it as its REPLY) or start a task."""
+        """A user message: reopen the session's node (a suspended one takes it as its REPLY) or start a task.
+
+        Turns of one session never run at once (its lock, store.py): ``wait=False`` raises
+        :class:`~.store.SessionBusy` at once instead of waiting for a running turn to end."""
         check_message(message, identity)
         self.check_skill(skill_key)
-        session = await self._session(session_id, identity)
-        if session.node_id is not None:
-            ctx = await self._reopen(session)
-            if ctx.node.status == NodeStatus.SUSPENDED and ctx.node.checkpoint is not None:
-                return await self._resume(ctx, ResumeAction.REPLY, message)
-            ctx.node.answered = []  # a new turn: no follow-up answered in it yet
-            self._user_says(ctx, message)
-            return await self._turn(ctx, settle=True)
-        return await self._new_task(session, message, skill_key)
+        session_id = _checked_session_id(session_id)
+        async with self.store.lock(session_id, wait=wait):
+            session = await self._session(session_id, identity)
+            if session.node_id is not None:
+                ctx = await self._reopen(session)
+                if ctx.node.status == NodeStatus.SUSPENDED and ctx.node.checkpoint is not None:
+                    return await self._resume(ctx, ResumeAction.REPLY, message, Answer())
+                ctx.node.answered = []  # a new turn: no follow-up answered in it yet
+                self._user_says(ctx, message)
+                return await self._turn(ctx, settle=True)
+            return await self._new_task(session, message, skill_key)
 
     async def run_isolated(self, session: SessionState, goal: str, skill_key: str) -> TurnResult:
         """One turn of a fresh task in ``session`` (a sub-agent's own session, usually on a MemoryAgentStore)."""
         return await self._new_task(session, goal, skill_key)
 
-    async def resume(self, session_id: str, action: str | ResumeAction, text: str | None = None) -> TurnResult:
-        """Answer the open checkpoint: REPLY (with text), CONFIRM, REJECT or CANCEL."""
-        try:
-            chosen = ResumeAction(str(action).upper())
-        except ValueError:
-            raise AgentError(f"unknown resume action {action!r}: use REPLY, CONFIRM, REJECT or CANCEL") from None
+    async def resume(
+        self,
+        session_id: str,
+        action: str | ResumeAction,
+        text: str | None = None,
+        *,
+        edit: Mapping[str, Any] | None = None,
+        only: list[str] | None = None,
+        approver: Mapping[str, Any] | None = None,
+        wait: bool = True,
+    ) -> TurnResult:
+        """Answer the open checkpoint: REPLY (with text), CONFIRM, REJECT, CANCEL, or CHOOSE (text: a candidate id).
+
+        At an APPROVAL, CONFIRM takes ``edit`` (argument path → value, approved as the approver's own values; a
+        batch approval's edits are keyed by call id) and, for a batch, ``only`` (the call ids to run; the others
+        are dropped). ``approver`` (an identity mapping, default the session's) is recorded with the approval."""
+        chosen = resume_action(action)
         if text is not None and not isinstance(text, str):
             raise AgentError(f"the resume text must be text (or None), not {type(text).__name__}")
-        session = await self.store.load_session(_checked_session_id(session_id))
-        if session is None or session.node_id is None:
-            raise AgentError(f"session {session_id!r} has no open node to resume; start one with send / agent run")
-        session.model_spec = self.model_spec or session.model_spec
-        ctx = await self._reopen(session)
-        if ctx.node.status != NodeStatus.SUSPENDED or ctx.node.checkpoint is None:
-            raise AgentError(
-                f"the node of session {session_id!r} is {ctx.node.status.value}, not suspended at a checkpoint; "
-                "send a message instead"
-            )
-        return await self._resume(ctx, chosen, text)
+        answer = Answer.checked(chosen, edit, only, approver)
+        session_id = _checked_session_id(session_id)
+        async with self.store.lock(session_id, wait=wait):
+            session = await self.store.load_session(session_id)
+            if session is None or session.node_id is None:
+                raise AgentError(f"session {session_id!r} has no open node to resume; start one with send / agent run")
+            session.model_spec = self.model_spec or session.model_spec
+            ctx = await self._reopen(session)
+            if ctx.node.status != NodeStatus.SUSPENDED or ctx.node.checkpoint is None:
+                raise AgentError(
+                    f"the node of session {session_id!r} is {ctx.node.status.value}, not suspended at a checkpoint; "
+                    "send a message instead"
+                )
+            return await self._resume(ctx, chosen, text, answer)
+
+    async def event_arrived(
+        self, session_id: str, wait_id: str, payload: dict[str, Any] | None, event_id: str | None = None
+    ) -> TurnResult | None:
+        """Resume the node waiting as ``wait_id`` with its event's payload (None: the wait timed out); None when
+        the session's node no longer waits there (cancelled, resumed already)."""
+        async with self.store.lock(session_id):
+            session = await self.store.load_session(session_id)
+            if session is None or session.node_id is None:
+                return None
+            session.model_spec = self.model_spec or session.model_spec
+            ctx = await self._reopen(session)
+            checkpoint = ctx.node.checkpoint
+            if ctx.node.status != NodeStatus.SUSPENDED or checkpoint is None or checkpoint.wait_id != wait_id:
+                return None
+            return await self._event_resume(ctx, checkpoint, payload, event_id)
 
     def check_skill(self, skill_key: str | None) -> None:
         """Refuse a ``skill_key`` this agent has not loaded (None: the task is planned)."""
@@ -400,11 +443,11 @@ class Agent:
         observations: list[Observation] | None = None,
         *,
         settle: bool = False,
-        not_yet: str | None = None,
+        not_yet: Collection[str] = (),
         result: TurnResult | None = None,
     ) -> TurnResult:
         """Run nodes until the turn stops; ``settle``: the node was reopened, so uncertain writes come first (§14.3),
-        except the evidence ``not_yet`` (a write that has just run: it is checked when the node next reopens).
+        except the evidence ids ``not_yet`` (writes that have just run: they are checked when the node next reopens).
 
         The turn stops when a node suspends, when a node answers with text and no tool call (it stays open for the
         session's next message), or when no node of the task can run any more."""
@@ -430,6 +473,7 @@ class Agent:
             if following is None:
                 break
             result.events += ctx.events
+            result.approvals += ctx.approvals
             ctx = following
         return await self._finish_turn(ctx, result)
 
@@ -458,10 +502,10 @@ class Agent:
         else:
             ctx.node.messages.append({"role": "user", "content": ctx.task.message})
 
-    async def _settle_open_writes(self, ctx: NodeContext, result: TurnResult, not_yet: str | None = None) -> None:
+    async def _settle_open_writes(self, ctx: NodeContext, result: TurnResult, not_yet: Collection[str] = ()) -> None:
         """§14.3: an uncertain write is verified (verify tool) or asked about (VERIFY) before anything else."""
         for record in ctx.node_evidence():
-            if record.status not in (EvidenceStatus.UNKNOWN, EvidenceStatus.UNKNOWN_PRE_CALL) or record.id == not_yet:
+            if record.status not in (EvidenceStatus.UNKNOWN, EvidenceStatus.UNKNOWN_PRE_CALL) or record.id in not_yet:
                 continue
             contract = ctx.tool_contract(record.tool)
             if contract is not None and contract.verify is not None:
@@ -526,17 +570,12 @@ class Agent:
             result.reply = _task_reply(task, graph, node) or result.reply
         checkpoint = node.checkpoint if node.status == NodeStatus.SUSPENDED else None
         if checkpoint is not None:
-            result.checkpoint = {
-                "type": checkpoint.type.value,
-                "question": checkpoint.question,
-                "expected_fields": checkpoint.expected_fields,
-                "suggestions": checkpoint.suggestions,
-                "tool": checkpoint.tool,
-            }
+            result.checkpoint = checkpoint_view(checkpoint)
             result.reply = result.reply or checkpoint.question
         result.status = task.status.value
         result.task_id, result.node_id = task.id, node.id
         result.events += ctx.events
+        result.approvals += ctx.approvals
         touched = set(result.touched)
         result.evidence = [
             {"id": e.id, "tool": e.tool, "status": e.status.value, "business_ok": e.business_ok}
@@ -555,48 +594,51 @@ class Agent:
 
     # -- checkpoints -------------------------------------------------------------------------------------------
 
-    async def _resume(self, ctx: NodeContext, action: ResumeAction, text: str | None) -> TurnResult:
+    async def _resume(self, ctx: NodeContext, action: ResumeAction, text: str | None, answer: Answer) -> TurnResult:
         checkpoint = ctx.node.checkpoint
         assert checkpoint is not None
-        if action == ResumeAction.CANCEL or (
-            action == ResumeAction.REJECT and checkpoint.type != CheckpointType.VERIFY
-        ):
-            return await self._cancel(ctx, checkpoint)
-        if checkpoint.type == CheckpointType.VERIFY and action == ResumeAction.REPLY:
+        kind = checkpoint.type
+        answer.fits(kind, action, ctx.session.id)
+        if kind is CheckpointType.EVENT and action is not ResumeAction.CANCEL and action is not ResumeAction.REJECT:
+            return await self._at_event(ctx, checkpoint, text)
+        if action == ResumeAction.CANCEL or (action == ResumeAction.REJECT and kind != CheckpointType.VERIFY):
+            return await self._cancel(ctx, checkpoint, answer)
+        if kind == CheckpointType.VERIFY and action == ResumeAction.REPLY:
             # only CONFIRM (took effect) / REJECT (did not) settle an uncertain write; a message leaves it open
             return await self._finish_turn(ctx, TurnResult(ctx.session.id, NodeStatus.SUSPENDED.value))
         ctx.node.answered = []
         observations: list[Observation] = []
         # §14.3: the reopened node settles its uncertain writes first — all but a confirmed write that has just run
         # (a write that has just become uncertain is checked when the node next reopens, not at once)
-        just_ran: str | None = None
-        if checkpoint.type == CheckpointType.FOLLOW_UP:
-            answer = text if text is not None else ("确认" if action == ResumeAction.CONFIRM else "")
-            if not answer.strip():
+        just_ran: set[str] = set()
+        if kind == CheckpointType.CHOICE and action == ResumeAction.CHOOSE:
+            refused = self._choose(ctx, checkpoint, text)
+            if refused is not None:
+                return refused if isinstance(refused, TurnResult) else await self._refused(ctx, *refused)
+        elif kind in (CheckpointType.FOLLOW_UP, CheckpointType.CHOICE):
+            answer_text = text if text is not None else ("确认" if action == ResumeAction.CONFIRM else "")
+            if not answer_text.strip():
                 raise AgentError("REPLY needs the user's answer: pass text")
             ctx.node.answered.append({"question": checkpoint.question, "expected_fields": checkpoint.expected_fields})
             for name in checkpoint.expected_fields:
-                ctx.node.user_fields[name] = answer
+                ctx.node.user_fields[name] = answer_text
             self._reopen_node(ctx)
             # §12: the answer enters the history with its question and the arguments it answers
             fields = "、".join(checkpoint.expected_fields)
             about = f"（回答追问「{checkpoint.question}」" + (f"；对应参数：{fields}" if fields else "") + "）"
-            self._user_says(ctx, answer, shown=f"{answer}\n{about}")
-        elif checkpoint.type == CheckpointType.APPROVAL:
+            self._user_says(ctx, answer_text, shown=f"{answer_text}\n{about}")
+        elif kind == CheckpointType.APPROVAL:
             if action == ResumeAction.REPLY:
                 ctx.node.gated = None
+                ctx.node.pending_writes = []
                 self._reopen_node(ctx)
                 self._user_says(ctx, text or "")
             else:
-                if self._approval_expired_or_changed(ctx, checkpoint):
-                    return await self._finish_turn(ctx, TurnResult(ctx.session.id, NodeStatus.SUSPENDED.value))
-                assert checkpoint.tool is not None and checkpoint.args is not None
-                self._reopen_node(ctx)
-                ctx.node.gated = None
-                observation = await call_tool(ctx, checkpoint.tool, checkpoint.args, approved=True)
-                just_ran = observation.evidence_id
-                observations.append(observation)
-                ctx.node.messages.append({"role": "user", "content": _note("confirmed", observation)})
+                ran = await self._approve(ctx, checkpoint, answer)
+                if isinstance(ran, TurnResult):
+                    return ran
+                observations = ran
+                just_ran = {o.evidence_id for o in observations if o.evidence_id}
         else:  # VERIFY: CONFIRM = it took effect, REJECT = it did not; the node continues either way
             record = next((e for e in ctx.evidence if e.id == checkpoint.evidence_id), None)
             if record is not None:
@@ -611,35 +653,194 @@ class Agent:
             )
         return await self._turn(ctx, observations or None, settle=True, not_yet=just_ran)
 
+    def _choose(self, ctx: NodeContext, checkpoint: Checkpoint, text: str | None) -> tuple[ErrorCode, str, str] | None:
+        """CHOOSE at a CHOICE: the listed id becomes the USER value of the expected field; else the refusal."""
+        chosen = (text or "").strip()
+        offered = {c["id"]: c for c in checkpoint.candidates}
+        if chosen not in offered:
+            valid = ", ".join(offered)
+            return (
+                ErrorCode.CHOICE_INVALID,
+                f"{chosen or '(nothing)'!r} is not one of the offered ids: {valid}",
+                f"resume with CHOOSE and one of {valid}, REPLY with free text, or CANCEL",
+            )
+        field = checkpoint.expected_fields[0]
+        ctx.node.answered.append({"question": checkpoint.question, "expected_fields": checkpoint.expected_fields})
+        ctx.node.user_fields[field] = chosen
+        ctx.node.chosen[field] = chosen
+        self._reopen_node(ctx)
+        label = offered[chosen]["label"]
+        about = f"（选择追问「{checkpoint.question}」的候选项：{label}；对应参数：{field}）"
+        self._user_says(ctx, chosen, shown=f"{chosen}\n{about}")
+        return None
+
+    async def _approve(
+        self, ctx: NodeContext, checkpoint: Checkpoint, answer: Answer
+    ) -> list[Observation] | TurnResult:
+        """CONFIRM at an APPROVAL: run the approved write(s) — the whole batch or ``only`` — with the approver's
+        edits; a changed or expired approval raises a fresh one instead (fail closed, §14.1)."""
+        calls = checkpoint.calls or [_single(ctx, checkpoint)]
+        by_id = {c.call_id: c for c in calls}
+        if answer.only is not None:
+            unknown = [i for i in answer.only if i not in by_id]
+            if not checkpoint.calls or unknown:
+                listed = ", ".join(str(i) for i in by_id if i) or "none (this approval is not a batch)"
+                return await self._refused(
+                    ctx,
+                    ErrorCode.APPROVAL_BATCH_UNKNOWN_CALL,
+                    f"--only names calls this approval does not list: {', '.join(unknown) or ', '.join(answer.only)}",
+                    f"confirm with --only naming listed call ids ({listed}), or confirm without --only",
+                )
+        if self._approval_expired_or_changed(ctx, checkpoint, calls):
+            return await self._finish_turn(ctx, TurnResult(ctx.session.id, NodeStatus.SUSPENDED.value))
+        edits = answer.edits_for(calls, bool(checkpoint.calls))
+        if isinstance(edits, tuple):
+            return await self._refused(ctx, *edits)
+        edited: dict[int, dict[str, Any]] = {}
+        for index, gated in enumerate(calls):
+            if edits.get(index):
+                result = apply_edit(ctx, gated, edits[index])
+                if isinstance(result, tuple):
+                    return await self._refused(ctx, *result)
+                edited[index] = result
+        self._reopen_node(ctx)
+        ctx.node.gated = None
+        run = [i for i, c in enumerate(calls) if answer.only is None or c.call_id in answer.only]
+        done_keys = {c.idempotency_key for c in calls}
+        ctx.node.pending_writes = [g for g in ctx.node.pending_writes if g.idempotency_key not in done_keys]
+        observations: list[Observation] = []
+        record: list[dict[str, Any]] = []
+        for index, gated in enumerate(calls):
+            entry: dict[str, Any] = {"call_id": gated.call_id, "tool": gated.tool, "summary": gated.summary}
+            if index not in run:
+                record.append({**entry, "ran": False})
+                continue
+            args = edited.get(index, gated.args)
+            for path, value in edits.get(index, {}).items():  # the approver's values count as USER (§5.3)
+                ctx.node.user_fields[path] = value
+            observation = await call_tool(ctx, gated.tool, args, call_id=gated.call_id, approved=True)
+            observations.append(observation)
+            record.append(
+                {**entry, "ran": True, "ok": observation.ok, **({"edit": edits[index]} if edits.get(index) else {})}
+            )
+            ctx.node.messages.append({"role": "user", "content": _note("confirmed", observation)})
+        dropped = [f"{c.tool} ({c.call_id})" for i, c in enumerate(calls) if i not in run]
+        if dropped:
+            ctx.node.messages.append(
+                {"role": "user", "content": "用户没有批准这些写操作，它们没有执行：" + "、".join(dropped) + "。"}
+            )
+        self._record_approval(ctx, "CONFIRM", answer, record)
+        return observations
+
+    def _record_approval(self, ctx: NodeContext, action: str, answer: Answer, calls: list[dict[str, Any]]) -> None:
+        """The approval record: who answered, when, and what each listed write became (with any edit)."""
+        approver = dict(answer.approver) if answer.approver is not None else dict(ctx.session.identity)
+        entry = {"at": now(), "action": action, "approver": approver, "calls": calls}
+        ctx.node.approvals.append(entry)
+        ctx.approvals.append(entry)
+
+    async def _refused(self, ctx: NodeContext, code: ErrorCode, message: str, next_step: str) -> TurnResult:
+        """A resume the runtime does not take: the checkpoint stays as it was, and the turn says why."""
+        result = TurnResult(ctx.session.id, NodeStatus.SUSPENDED.value, reply=f"{message}\n{next_step}")
+        result.refusal = {"code": code.value, "name": code.name, "message": message, "next_step": next_step}
+        return await self._finish_turn(ctx, result)
+
+    async def _at_event(self, ctx: NodeContext, checkpoint: Checkpoint, text: str | None) -> TurnResult:
+        """A message (REPLY) at an EVENT checkpoint: past the deadline the wait times out now; before it, the node
+        keeps waiting (the message is heard, for USER provenance later)."""
+        if checkpoint.deadline is not None and now() >= checkpoint.deadline and checkpoint.wait_id:
+            await settle_wait(self.yard, checkpoint.wait_id, TIMED_OUT)
+            return await self._event_resume(ctx, checkpoint, None, None)
+        if text:
+            _heard(ctx.session, text)
+            ctx.node.messages.append({"role": "user", "content": text})
+        waiting = f"仍在等待外部事件 {checkpoint.event}（{checkpoint.key}），截止 {_iso(checkpoint.deadline)}。"
+        return await self._finish_turn(ctx, TurnResult(ctx.session.id, NodeStatus.SUSPENDED.value, reply=waiting))
+
+    async def _event_resume(
+        self, ctx: NodeContext, checkpoint: Checkpoint, payload: dict[str, Any] | None, event_id: str | None
+    ) -> TurnResult:
+        """The node goes on with the event's payload as evidence of ``event:<NAME>``, or with EVENT_TIMEOUT."""
+        name, key = checkpoint.event or "", checkpoint.key or ""
+        self._reopen_node(ctx)
+        ctx.node.answered = []
+        if payload is None:
+            observation = Observation(
+                f"{EVENT_TOOL_PREFIX}{name}",
+                {"event": name, "correlationKey": key},
+                False,
+                f"the wait for event {name} (key {key}) reached its deadline {_iso(checkpoint.deadline)}",
+                code=ErrorCode.EVENT_TIMEOUT.value,
+                next_step="wait again with builtin_node_wait_event, ask the user with builtin_node_follow_up, or "
+                "call builtin_node_fail with the reason",
+            )
+        else:
+            record = event_record(ctx, name, key, payload, event_id)
+            await ctx.record(record)
+            observation = Observation(
+                record.tool, {"event": name, "correlationKey": key}, True, payload, evidence_id=record.id
+            )
+        body = json.dumps(observation.for_model(), ensure_ascii=False, default=str)
+        ctx.node.messages.append({"role": "user", "content": f"外部事件 {name}（{key}）：{body}"})
+        return await self._turn(ctx, [observation], settle=True)
+
     def _reopen_node(self, ctx: NodeContext) -> None:
         ctx.node.checkpoint = None
         ctx.node.status = NodeStatus.RUNNING
 
-    def _approval_expired_or_changed(self, ctx: NodeContext, checkpoint: Checkpoint) -> bool:
-        """False when the approved write may run; else a new APPROVAL checkpoint is raised (fail closed, §14.1)."""
-        assert checkpoint.tool is not None and checkpoint.args is not None
+    def _approval_expired_or_changed(self, ctx: NodeContext, checkpoint: Checkpoint, calls: list[GatedWrite]) -> bool:
+        """False when the approved writes may run; else a new APPROVAL checkpoint is raised (fail closed, §14.1)."""
         expired = now() - checkpoint.created_at > self.settings.reconfirm_after.total_seconds()
-        args, summary = preview_binding(ctx, checkpoint.tool, checkpoint.args)
-        if not expired and args == checkpoint.args and summary == checkpoint.summary:
+        previews = [preview_binding(ctx, c.tool, c.args) for c in calls]
+        if not checkpoint.calls:
+            args, summary = previews[0]
+            if not expired and args == checkpoint.args and summary == checkpoint.summary:
+                return False
+        elif not expired and all(p == (c.args, c.summary) for p, c in zip(previews, calls, strict=True)):
             return False
         reason = (
             "这次确认已超过有效期，请重新确认。"
             if expired
             else "待执行的参数在等待确认期间发生了变化，请按新参数重新确认。"
         )
+        if not checkpoint.calls:
+            args, summary = previews[0]
+            ctx.node.checkpoint = Checkpoint(
+                CheckpointType.APPROVAL, reason + "\n" + summary, tool=checkpoint.tool, args=args, summary=summary
+            )
+            return True
+        fresh = [
+            GatedWrite(c.tool, args, dict(c.sources), summary, c.idempotency_key, call_id=c.call_id)
+            for c, (args, summary) in zip(calls, previews, strict=True)
+        ]
+        listed = "\n".join(f"{n}. [{g.call_id}] {g.summary}" for n, g in enumerate(fresh, 1))
         ctx.node.checkpoint = Checkpoint(
-            CheckpointType.APPROVAL, reason + "\n" + summary, tool=checkpoint.tool, args=args, summary=summary
+            CheckpointType.APPROVAL,
+            reason + "\n" + listed,
+            tool=checkpoint.tool,
+            args=dict(fresh[0].args) if len(fresh) == 1 else None,
+            summary=listed,
+            calls=fresh,
         )
         return True
 
-    async def _cancel(self, ctx: NodeContext, checkpoint: Checkpoint) -> TurnResult:
+    async def _cancel(self, ctx: NodeContext, checkpoint: Checkpoint, answer: Answer) -> TurnResult:
         ctx.node.status = NodeStatus.CANCELLED
         ctx.node.checkpoint = None
         ctx.node.gated = None
+        ctx.node.pending_writes = []
         if checkpoint.type == CheckpointType.APPROVAL and checkpoint.tool:
-            ctx.node.reply = f"已取消：写操作 {checkpoint.tool} 没有执行。"
+            tools = "、".join(dict.fromkeys(c.tool for c in checkpoint.calls)) or checkpoint.tool
+            ctx.node.reply = f"已取消：写操作 {tools} 没有执行。"
+            calls = checkpoint.calls or [_single(ctx, checkpoint)]
+            self._record_approval(
+                ctx, "REJECT", answer, [{"call_id": c.call_id, "tool": c.tool, "summary": c.summary, "ran": False}
+                                         for c in calls]
+            )  # fmt: skip
         else:
             ctx.node.reply = "已取消。"
+        if checkpoint.type == CheckpointType.EVENT and checkpoint.wait_id:
+            await settle_wait(self.yard, checkpoint.wait_id, CANCELLED)
         return await self._turn(ctx)
 
 
@@ -683,18 +884,67 @@ def _note(kind: str, observation: Observation) -> str:
     return f"平台已回查不确定的写操作 {observation.tool}，结果：{body}。"
 
 
-async def resume_session(
-    yard: SkillYard, session_id: str, action: str, text: str | None = None, model: Any = None
-) -> TurnResult:
-    """Resume a session by id alone: the agent folder and model spec are read from the stored session."""
-    session = await AgentStore(yard.database).load_session(session_id)
+def checkpoint_view(checkpoint: Checkpoint) -> dict[str, Any]:
+    """A checkpoint in a turn's JSON: the part-1 keys, and what a CHOICE, an EVENT or a batch APPROVAL adds."""
+    view: dict[str, Any] = {
+        "type": checkpoint.type.value,
+        "question": checkpoint.question,
+        "expected_fields": checkpoint.expected_fields,
+        "suggestions": checkpoint.suggestions,
+        "tool": checkpoint.tool,
+    }
+    if checkpoint.type is CheckpointType.CHOICE:
+        view["candidates"] = [dict(c) for c in checkpoint.candidates]
+    elif checkpoint.type is CheckpointType.EVENT:
+        view.update(event=checkpoint.event, key=checkpoint.key, deadline=_iso(checkpoint.deadline))
+    if checkpoint.calls:
+        view["calls"] = [{"call_id": c.call_id, "tool": c.tool, "summary": c.summary} for c in checkpoint.calls]
+    return view
+
+
+def _iso(epoch: float | None) -> str | None:
+    return None if epoch is None else dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="seconds")
+
+
+def _single(ctx: NodeContext, checkpoint: Checkpoint) -> GatedWrite:
+    """The one write of a part-1 APPROVAL checkpoint, as the gated write a batch lists."""
+    assert checkpoint.tool is not None and checkpoint.args is not None
+    gated = ctx.node.gated
+    if gated is not None and gated.tool == checkpoint.tool:
+        key, call_id, sources = gated.idempotency_key, gated.call_id, dict(gated.sources)
+    else:
+        key, call_id, sources = (
+            idempotency_key(checkpoint.tool, ctx.tool_contract(checkpoint.tool), checkpoint.args),
+            None,
+            {},
+        )
+    return GatedWrite(checkpoint.tool, dict(checkpoint.args), sources, checkpoint.summary or "", key, call_id=call_id)
+
+
+async def agent_for_session(yard: SkillYard, session_id: str, model: Any = None) -> Agent:
+    """The agent a stored session runs with: its folder (or stored agent) and model spec, read from the session."""
+    session = await AgentStore(yard.database).load_session(_checked_session_id(session_id))
     if session is None:
         raise AgentError(f"no agent session {session_id!r}; start it with `skillyard agent run`")
     spec = model if model is not None else session.model_spec
     if session.agent_source == "db":
-        agent = await yard.agent_from_db(session.agent_code, model=spec)
-    elif session.agent_dir:
-        agent = await yard.agent(session.agent_dir, model=spec)
-    else:
-        raise AgentError(f"session {session_id!r} does not record its agent folder; resume it through the Python API")
-    return await agent.resume(session_id, action, text)
+        return await yard.agent_from_db(session.agent_code, model=spec)
+    if session.agent_dir:
+        return await yard.agent(session.agent_dir, model=spec)
+    raise AgentError(f"session {session_id!r} does not record its agent folder; resume it through the Python API")
+
+
+async def resume_session(
+    yard: SkillYard,
+    session_id: str,
+    action: str,
+    text: str | None = None,
+    model: Any = None,
+    *,
+    edit: Mapping[str, Any] | None = None,
+    only: list[str] | None = None,
+    approver: Mapping[str, Any] | None = None,
+) -> TurnResult:
+    """Resume a session by id alone: the agent folder and model spec are read from the stored session."""
+    agent = await agent_for_session(yard, session_id, model)
+    return await agent.resume(session_id, action, text, edit=edit, only=only, approver=approver)

@@ -10,8 +10,9 @@ Vocabulary (contract spec):
 * an **evidence** record is one real business-tool execution (§6.3, §13 stage 7); before-phase rejections never
   create one. A write is pre-registered as ``STARTED`` before the call (§14), so a crash mid-call leaves a record
   that reopening turns into ``UNKNOWN`` and verifies (§14.3);
-* a **checkpoint** suspends the node: FOLLOW_UP (a question to the user), APPROVAL (a gated write), VERIFY (an
-  uncertain write without a verify tool);
+* a **checkpoint** suspends the node: FOLLOW_UP (a question to the user), CHOICE (a follow-up with candidates),
+  APPROVAL (one gated write, or a batch of them), VERIFY (an uncertain write without a verify tool), EVENT (waiting
+  for an external event);
 * an **observation** is what the model sees after one tool call: the result or the refusal with its §17 code and a
   next step.
 """
@@ -38,6 +39,8 @@ class EvidenceStatus(StrEnum):
 #: The members every business-tool call reads, as plain names: on Python 3.11 an enum class attribute goes through
 #: ``EnumType.__getattr__``, which costs about as much as a function call.
 _STARTED, _SUCCESS = EvidenceStatus.STARTED, EvidenceStatus.SUCCESS
+#: The pseudo-tool name of an external event's evidence: ``event:<NAME>`` (builtin_node_wait_event).
+EVENT_TOOL_PREFIX = "event:"
 #: Statuses of a write that is not settled: no identical call, no finish (§10.2 step 2, §14.2).
 OPEN_STATUSES = frozenset({EvidenceStatus.STARTED, EvidenceStatus.UNKNOWN, EvidenceStatus.UNKNOWN_PRE_CALL})
 
@@ -146,6 +149,11 @@ class Evidence:
     def open(self) -> bool:
         return self.status in OPEN_STATUSES
 
+    @property
+    def from_event(self) -> bool:
+        """The payload of an external event (``event:<NAME>``), not a business-tool call."""
+        return self.tool.startswith(EVENT_TOOL_PREFIX)
+
 
 @dataclass
 class Checkpoint:
@@ -160,6 +168,12 @@ class Checkpoint:
     summary: str | None = None  # APPROVAL: the "标签：值" summary shown with the question
     evidence_id: str | None = None  # VERIFY: the uncertain write
     created_at: float = field(default_factory=now)
+    candidates: list[dict[str, str]] = field(default_factory=list)  # CHOICE: the offered [{id, label}]
+    event: str | None = None  # EVENT: the event name waited for
+    key: str | None = None  # EVENT: its correlation key
+    deadline: float | None = None  # EVENT: when the wait times out (seconds since the epoch)
+    wait_id: str | None = None  # EVENT: the stored wait (agent_event_waits) a delivery or timeout names
+    calls: list[GatedWrite] = field(default_factory=list)  # a batch APPROVAL: the gated writes, in order
 
 
 @dataclass
@@ -172,6 +186,7 @@ class GatedWrite:
     summary: str
     idempotency_key: str
     gated_at: float = field(default_factory=now)
+    call_id: str | None = None  # the model's tool-call id of the gated call (what a batch approval's callIds name)
 
 
 @dataclass
@@ -228,7 +243,13 @@ class NodeState:
     messages: list[dict[str, Any]] = field(default_factory=list)  # the model conversation of this node
     checkpoint: Checkpoint | None = None
     gated: GatedWrite | None = None
+    #: Every write of this node stopped for approval and not yet approved, rejected or dropped, oldest first (a
+    #: batch approval names them by call id); ``gated`` is the latest of them.
+    pending_writes: list[GatedWrite] = field(default_factory=list)
+    #: What approvers decided: ``{at, action, approver, calls: [{call_id, tool, ran, edit?}]}`` per answer.
+    approvals: list[dict[str, Any]] = field(default_factory=list)
     user_fields: dict[str, Any] = field(default_factory=dict)  # expectedFields answered by the user → USER
+    chosen: dict[str, str] = field(default_factory=dict)  # CHOICE answers: expected field → the chosen id (USER)
     answered: list[dict[str, Any]] = field(default_factory=list)  # follow-ups answered in this turn
     fingerprint: str | None = None  # the last successful call's (tool, arguments) fingerprint (§13.4)
     fingerprint_count: int = 0
@@ -331,6 +352,8 @@ def _decode(cls: type, name: str, value: Any) -> Any:
         return from_json(Checkpoint, value)
     if cls is NodeState and name == "gated":
         return from_json(GatedWrite, value)
+    if (cls is NodeState and name == "pending_writes") or (cls is Checkpoint and name == "calls"):
+        return [from_json(GatedWrite, v) for v in value]
     if cls is SessionState and name == "entities":
         return [from_json(Entity, v) for v in value]
     if cls is NodeState and name == "outputs":

@@ -9,14 +9,18 @@ SkillYard on the same database loads the same session.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.expression import bindparam
 
+from ..errors import SkillyardError
 from ..storage.database import Database
 from .state import Evidence, NodeState, SessionState, TaskState, from_json, to_json
 
@@ -77,8 +81,23 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
 
 
+#: How long a turn waits for another turn of its session (another process, an event's resume) to end.
+LOCK_WAIT = "600s"
+
+
+class SessionBusy(SkillyardError):
+    """Another turn of the session is running (in this process or another); the message says to retry."""
+
+
+def _lock_key(session_id: str) -> str:
+    return json.dumps(["agent-session", session_id])
+
+
 class AgentStore:
     """Load and save sessions, tasks, nodes and evidence; also the :class:`EvidenceStore` of a NodeContext."""
+
+    #: Its state outlives the process: a node on it may wait for an external event.
+    persistent = True
 
     def __init__(self, database: Database) -> None:
         self.database = database
@@ -97,6 +116,31 @@ class AgentStore:
                 {"value": value},
             )
             return [row[0] for row in result]
+
+    @contextlib.asynccontextmanager
+    async def lock(self, session_id: str, *, wait: bool = True) -> AsyncIterator[None]:
+        """Hold the session's lock (a PostgreSQL advisory lock, so across processes) for one turn: turns of one
+        session never run at once. ``wait=False`` raises :class:`SessionBusy` at once when another turn holds it."""
+        engine = await self.database.engine()
+        async with engine.connect() as conn:
+            key = {"key": _lock_key(session_id)}
+            if wait:
+                await conn.execute(text(f"SET lock_timeout = '{LOCK_WAIT}'"))
+                try:
+                    await conn.execute(text("SELECT pg_advisory_lock(hashtextextended(:key, 0))"), key)
+                except DBAPIError as exc:  # lock_timeout: asyncpg's LockNotAvailableError, wrapped
+                    raise SessionBusy(
+                        f"session {session_id!r} has had a turn running for over {LOCK_WAIT}; try again later"
+                    ) from exc
+            else:
+                taken = await conn.scalar(text("SELECT pg_try_advisory_lock(hashtextextended(:key, 0))"), key)
+                if not taken:
+                    raise SessionBusy(f"session {session_id!r} has a turn running; retry when it has ended")
+            try:
+                yield
+            finally:
+                await conn.execute(text("SELECT pg_advisory_unlock(hashtextextended(:key, 0))"), key)
+                await conn.commit()
 
     # -- sessions, tasks, nodes ------------------------------------------------------------------------------
 
@@ -162,6 +206,11 @@ class AgentStore:
 
 class MemoryAgentStore:
     """The AgentStore interface kept in memory: isolated sub-agents (skill_md skills) leave nothing behind."""
+
+    @contextlib.asynccontextmanager
+    async def lock(self, session_id: str, *, wait: bool = True) -> AsyncIterator[None]:
+        """Nothing to lock: an isolated sub-agent's session is used by one turn only."""
+        yield
 
     def __init__(self) -> None:
         self.sessions: dict[str, SessionState] = {}

@@ -29,6 +29,10 @@ class TurnResult:
     routing: dict[str, Any] | None = None
     #: Ids of the nodes this turn ran, in order (what ``evidence`` covers).
     touched: list[str] = field(default_factory=list)
+    #: A resume the runtime did not take (the checkpoint stays): ``{code, name, message, next_step}``.
+    refusal: dict[str, Any] | None = None
+    #: The approvals answered in this turn: ``{at, action, approver, calls: [{call_id, tool, summary, ran, …}]}``.
+    approvals: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -56,4 +60,6 @@ class TurnResult:
             "graph": self.graph,
             "binding": self.binding,
             **({"routing": self.routing} if self.routing is not None else {}),
+            **({"refusal": self.refusal} if self.refusal is not None else {}),
+            **({"approvals": self.approvals} if self.approvals else {}),
         }

@@ -42,7 +42,9 @@ class BackgroundQueue:
         self._overlays: dict[str, dict[str, Any]] = {}
         self._lock = asyncio.Lock()
 
-    async def _open(self) -> ChainEngine:
+    async def engine(self) -> ChainEngine:
+        """This host's engine, its worker on :attr:`queue` started on first use (jobs deferred to that queue run in
+        this process; :meth:`track` them so ``yard.close()`` waits for them)."""
         async with self._lock:
             if self._engine is None:
                 from .engine import LOCAL_PREFIX, ChainEngine
@@ -55,10 +57,33 @@ class BackgroundQueue:
 
     async def submit(self, job: BackgroundJob) -> None:
         """Defer a background run (committed before this returns)."""
-        engine = await self._open()
+        engine = await self.engine()
         token = uuid.uuid4().hex
         self._overlays[token] = job.overlay
         self._jobs.add(await engine.defer_background(self.queue, {**job.payload, "token": token}))
+
+    async def defer(self, task: str, arguments: dict[str, Any]) -> int:
+        """Defer a job of a plugin's kind (``register_jobs``) to this process's queue; its id (drained on close)."""
+        engine = await self.engine()
+        job_id = int(await engine.app_task(task).configure(queue=self.queue).defer_async(**arguments))
+        self._jobs.add(job_id)
+        return job_id
+
+    def track(self, job_id: int) -> None:
+        """Wait for this job of :attr:`queue` when draining (another module deferred it there)."""
+        self._jobs.add(job_id)
+
+    async def wait(self, job_ids: set[int]) -> None:
+        """Wait until these jobs of :attr:`queue` have ended (their worker is this process's)."""
+        engine = await self.engine()
+        while job_ids:
+            if self._worker is not None and self._worker.done():
+                self._worker.result()
+                raise SkillyardError("the background worker stopped before its jobs ended")
+            statuses = await engine.job_statuses(job_ids)
+            job_ids = {job for job in job_ids if statuses.get(job) not in FINISHED_JOB}
+            if job_ids:
+                await asyncio.sleep(POLL_S)
 
     def overlay(self, token: str) -> dict[str, Any] | None:
         """What only the accepting process knows of a job (None in any other process)."""
@@ -73,14 +98,10 @@ class BackgroundQueue:
         if engine is None:
             return
         try:
-            while self._jobs:
-                if self._worker is not None and self._worker.done():
-                    self._worker.result()
-                    raise SkillyardError("the background worker stopped before its runs ended")
-                statuses = await engine.job_statuses(self._jobs)
-                self._jobs = {job for job in self._jobs if statuses.get(job) not in FINISHED_JOB}
-                if self._jobs:
-                    await asyncio.sleep(POLL_S)
+            while self._jobs:  # a job may defer another one (an agent resumed by an event waits again)
+                current = set(self._jobs)
+                await self.wait(current)
+                self._jobs -= current
         finally:
             if self._worker is not None:
                 self._worker.cancel()

@@ -23,6 +23,8 @@ from psycopg import AsyncConnection
 
 from ..credentials import masked_logger
 from ..errors import SkillyardError
+from ..plugins import load_plugins
+from ..registry import JobHandler, collect_jobs
 from . import store
 from .definition import Chain, ChainInvalid, read_chain_file
 from .detached import run_background_job
@@ -151,6 +153,9 @@ class ChainEngine:
         async def background_run(name: str, input: dict[str, Any], context: dict[str, Any], token: str) -> None:
             await run_background_job(self.yard, name, input, context, token)
 
+        for job_name, handler in collect_jobs(load_plugins()).items():  # the plugins' jobs (register_jobs)
+            app.task(name=job_name)(_job(self.yard, handler))
+
         if not self.upkeep:
             return
 
@@ -168,6 +173,10 @@ class ChainEngine:
         @app.task(name="skillyard.prune", queue=UPKEEP_QUEUE, queueing_lock="skillyard.prune")
         async def prune(timestamp: int) -> None:
             await self.prune()
+
+    def app_task(self, name: str) -> procrastinate.tasks.Task[Any, Any, Any]:
+        """The task ``name`` of this engine's app (a plugin's job kind, or one of the chain tasks)."""
+        return self._app().tasks[name]
 
     def _app(self) -> procrastinate.App:
         if self.app is None:
@@ -492,6 +501,15 @@ class ChainEngine:
         await manager.delete_old_jobs(nb_hours=hours, include_failed=True, include_cancelled=True, include_aborted=True)
         async with self.transaction() as conn:
             return await store.prune(conn, self.settings.retention_days)
+
+
+def _job(yard: SkillYard, handler: JobHandler) -> Callable[..., Any]:
+    """A plugin's job handler as a procrastinate task function of this host."""
+
+    async def run(**arguments: Any) -> None:
+        await handler(yard, **arguments)
+
+    return run
 
 
 def _chain_json(row: store.Row) -> dict[str, Any]:

@@ -210,6 +210,38 @@ api_tokens = Table(
     Column("last_used_at", DateTime(timezone=True)),
 )
 
+# External events of the agent runtime (docs/agents.md "External events"): node waits and the events received.
+agent_events = Table(
+    "agent_events",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("org_id", String(200), nullable=False),
+    Column("event", String(100), nullable=False),
+    Column("key", String(200), nullable=False),
+    Column("payload", JSONB, nullable=False),
+    Column("created_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("claimed_at", DateTime(timezone=True)),
+    Column("claimed_by", String(64)),
+)
+
+agent_event_waits = Table(
+    "agent_event_waits",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("org_id", String(200), nullable=False),
+    Column("event", String(100), nullable=False),
+    Column("key", String(200), nullable=False),
+    Column("session_id", String(200), nullable=False),
+    Column("task_id", String(64), nullable=False),
+    Column("node_id", String(64), nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("deadline", DateTime(timezone=True), nullable=False),
+    Column("event_id", String(64)),
+    Column("created_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+    Column("updated_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+)
+
 # `skillyard serve` (docs/serve.md): what several serve processes on one database share (migration 0010).
 service_sessions = Table(  # who owns a session: the identity that first used it
     "service_sessions",

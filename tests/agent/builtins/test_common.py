@@ -172,7 +172,8 @@ def test_builtin_names_cover_section_12(ctx):
     node = {"builtin_node_" + n for n in ("follow_up", "approval", "finish", "fail", "delegate")}
     others = {"builtin_output_set", "builtin_state_set", "builtin_evidence_get", "builtin_session_info"}
     skill_md = {"read_skill_file"}  # the addition for skill_md sub-agents
-    assert node | others | skill_md | {"builtin_env_" + n for n in env} == BUILTIN_NAMES
+    events = {"builtin_node_wait_event"}  # agent part 3: external events
+    assert node | others | skill_md | events | {"builtin_env_" + n for n in env} == BUILTIN_NAMES
     assert "read_skill_file" not in offered_names(ctx)  # offered to skill_md sub-agents only
 
 

@@ -9,9 +9,9 @@ order: an unknown name → ``CATALOG_DENIED``; a builtin not offered now → its
 (``APPROVAL_NOT_GATED``, ``DELEGATE_FORBIDDEN``), else ``CATALOG_DENIED``; arguments that are not JSON →
 ``ARG_JSON_INVALID``; not an object, or a missing / wrongly typed argument → ``ARG_REJECTED``; then the builtin.
 
-Modules: ``node`` (follow-up, approval, finish, fail, delegate), ``outputs`` (``builtin_output_set``, the §10.2
-completion checks, shares and entities of a DONE node), ``state_tools`` (notes, evidence, session info), ``env``
-(``builtin_env_*``).
+Modules: ``node`` (follow-up, approval, finish, fail, delegate, wait for an event), ``outputs``
+(``builtin_output_set``, the §10.2 completion checks, shares and entities of a DONE node), ``state_tools`` (notes,
+evidence, session info), ``env`` (``builtin_env_*``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,10 @@ from .node import (
     FAIL_TOOL,
     FINISH_TOOL,
     FOLLOW_UP_TOOL,
+    WAIT_EVENT,
+    WAIT_EVENT_TOOL,
     delegation_offered,
+    wait_offered,
 )
 from .outputs import OUTPUT_SET, OUTPUT_SET_TOOL, completion_refusal, outputs_used
 from .skill_file import READ_SKILL_FILE, READ_SKILL_FILE_TOOL
@@ -59,6 +62,7 @@ BUILTINS: dict[str, Builtin] = {
         FINISH_TOOL,
         FAIL_TOOL,
         DELEGATE_TOOL,
+        WAIT_EVENT_TOOL,
         OUTPUT_SET_TOOL,
         STATE_SET_TOOL,
         EVIDENCE_GET_TOOL,
@@ -78,6 +82,8 @@ def is_offered(ctx: NodeContext, name: str) -> bool:
         return outputs_used(ctx)
     if name == DELEGATE:
         return delegation_offered(ctx)
+    if name == WAIT_EVENT:
+        return wait_offered(ctx)
     if name == READ_SKILL_FILE:
         return skill_file_offered(ctx)
     return name in BUILTINS

@@ -30,13 +30,25 @@ is refused.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..codes import ErrorCode
 from ..context import NodeContext
 from ..contract import ArgContract, MissingAction, SourceType
+from ..events import Claimed, EventError, check_key, check_name, check_org, check_timeout, event_record, start_wait
 from ..expressions import Prefix
 from ..graph import MAX_TASK_NODES
 from ..planner import write_target
-from ..state import Checkpoint, CheckpointType, EvidenceStatus, NodeKind, NodeState, NodeStatus, Observation
+from ..state import (
+    Checkpoint,
+    CheckpointType,
+    EvidenceStatus,
+    GatedWrite,
+    NodeKind,
+    NodeState,
+    NodeStatus,
+    Observation,
+)
 from ..store import new_id
 from .outputs import completion_refusal, publish
 from .tool import Builtin, Call, JsonObject, params, text_arg
@@ -46,6 +58,12 @@ APPROVAL = "builtin_node_approval"
 FINISH = "builtin_node_finish"
 FAIL = "builtin_node_fail"
 DELEGATE = "builtin_node_delegate"
+WAIT_EVENT = "builtin_node_wait_event"
+
+#: Candidates one CHOICE may offer, and the characters of an id and of a label (model text shown to the user).
+MAX_CANDIDATES = 50
+MAX_CANDIDATE_ID = 200
+MAX_CANDIDATE_LABEL = 500
 
 
 def _configured_args(ctx: NodeContext) -> tuple[dict[str, list[ArgContract]], dict[str, list[ArgContract]]]:
@@ -122,6 +140,77 @@ def _ungrounded(ctx: NodeContext, fields: list[str]) -> tuple[str, str] | None:
     )
 
 
+def _scalars(value: Any) -> Any:
+    """Every scalar inside a JSON value (the values a candidate id may be one of)."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _scalars(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _scalars(item)
+    elif value is not None and not isinstance(value, bool):
+        yield value
+
+
+def grounded_ids(ctx: NodeContext) -> set[str]:
+    """The values (as text) a candidate id may take: everything in the extracts of this node's succeeded,
+    non-empty business calls (the whole result of a call whose tool has no extracts)."""
+    found: set[str] = set()
+    for record in ctx.node_evidence():
+        if record.succeeded and not record.empty and not record.from_event:
+            found.update(str(v) for v in _scalars(record.extracts if record.extracts else record.response))
+    return found
+
+
+def _candidates(raw: Any) -> list[dict[str, str]] | str:
+    """The candidates as ``[{id, label}]``, or what is wrong with them."""
+    if not isinstance(raw, list) or not raw:
+        return "'candidates' must be a non-empty list of {id, label}"
+    if len(raw) > MAX_CANDIDATES:
+        return f"'candidates' holds {len(raw)} items; offer at most {MAX_CANDIDATES}"
+    out: list[dict[str, str]] = []
+    for index, item in enumerate(raw):
+        ident = item.get("id") if isinstance(item, dict) else None
+        label = item.get("label") if isinstance(item, dict) else None
+        if isinstance(ident, int | float) and not isinstance(ident, bool):
+            ident = str(ident)
+        if not isinstance(ident, str) or not ident.strip() or len(ident) > MAX_CANDIDATE_ID:
+            return f"candidates[{index}].id must be a non-empty string of at most {MAX_CANDIDATE_ID} characters"
+        if label is not None and (not isinstance(label, str) or len(label) > MAX_CANDIDATE_LABEL):
+            return f"candidates[{index}].label must be a string of at most {MAX_CANDIDATE_LABEL} characters"
+        if any(c["id"] == ident.strip() for c in out):
+            return f"candidates[{index}].id {ident.strip()!r} is listed twice"
+        out.append({"id": ident.strip(), "label": (label or "").strip() or ident.strip()})
+    return out
+
+
+def _choice(ctx: NodeContext, args: JsonObject, fields: list[str], call: Call) -> Observation | list[dict[str, str]]:
+    """The checked candidates of a structured choice, or the refusal."""
+    candidates = _candidates(args.get("candidates"))
+    if isinstance(candidates, str):
+        return call.refuse(
+            ErrorCode.ARG_REJECTED,
+            candidates,
+            f"call {FOLLOW_UP} again with candidates [{{id, label}}, …] taken from your query results",
+        )
+    if len(fields) != 1:
+        return call.refuse(
+            ErrorCode.ARG_REJECTED,
+            f"a choice fills exactly one argument, but expectedFields names {len(fields)}",
+            f"call {FOLLOW_UP} again with expectedFields naming the one argument the chosen id fills",
+        )
+    grounded = grounded_ids(ctx)
+    invented = [c["id"] for c in candidates if c["id"] not in grounded]
+    if invented:
+        return call.refuse(
+            ErrorCode.FOLLOW_UP_UNGROUNDED,
+            "candidate ids must come from this node's successful, non-empty query results; not found there: "
+            + ", ".join(invented),
+            "query with the tool first and offer the ids its results hold, or ask without candidates",
+        )
+    return candidates
+
+
 async def follow_up(ctx: NodeContext, args: JsonObject, call: Call) -> Observation:
     question = text_arg(args, "question")
     if not question:
@@ -143,9 +232,37 @@ async def follow_up(ctx: NodeContext, args: JsonObject, call: Call) -> Observati
     if problem is not None:
         return call.refuse(ErrorCode.FOLLOW_UP_UNGROUNDED, *problem)
     suggestions = [str(s) for s in args.get("suggestions") or [] if str(s).strip()]
-    ctx.node.checkpoint = Checkpoint(CheckpointType.FOLLOW_UP, question, fields, suggestions)
+    if args.get("candidates") is None:
+        ctx.node.checkpoint = Checkpoint(CheckpointType.FOLLOW_UP, question, fields, suggestions)
+    else:
+        candidates = _choice(ctx, args, fields, call)
+        if isinstance(candidates, Observation):
+            return candidates
+        ctx.node.checkpoint = Checkpoint(CheckpointType.CHOICE, question, fields, suggestions, candidates=candidates)
     ctx.node.status = NodeStatus.SUSPENDED
-    return call.ok({"status": NodeStatus.SUSPENDED.value, "checkpoint": CheckpointType.FOLLOW_UP.value})
+    return call.ok({"status": NodeStatus.SUSPENDED.value, "checkpoint": ctx.node.checkpoint.type.value})
+
+
+def _batch(ctx: NodeContext, raw: list[Any], tool_name: str, call: Call) -> list[GatedWrite] | Observation:
+    """The pending writes a batch approval names, in the order given, or the refusal."""
+    pending = {g.call_id: g for g in ctx.node.pending_writes if g.call_id}
+    listed = ", ".join(f"{i} ({g.tool})" for i, g in pending.items()) or "none"
+    ids = list(dict.fromkeys(str(i).strip() for i in raw if str(i).strip()))
+    unknown = [i for i in ids if i not in pending]
+    if not ids or unknown:
+        return call.refuse(
+            ErrorCode.APPROVAL_BATCH_UNKNOWN_CALL,
+            f"callIds names no pending write: {', '.join(unknown) or '(empty)'}",
+            f"call {APPROVAL} with callIds of the writes that answered APPROVAL_REQUIRED (pending: {listed})",
+        )
+    others = [f"{i} ({pending[i].tool})" for i in ids if pending[i].tool != tool_name]
+    if others:
+        return call.refuse(
+            ErrorCode.APPROVAL_TOOL_MISMATCH,
+            f"callIds names writes of another tool than {tool_name!r}: {', '.join(others)}",
+            f"approve the writes of one tool per call; toolName is the tool of every listed call (pending: {listed})",
+        )
+    return [pending[i] for i in ids]
 
 
 async def approval(ctx: NodeContext, args: JsonObject, call: Call) -> Observation:
@@ -157,6 +274,12 @@ async def approval(ctx: NodeContext, args: JsonObject, call: Call) -> Observatio
             "call the write tool first; ask for approval only after it answers APPROVAL_REQUIRED",
         )
     tool_name = text_arg(args, "toolName")
+    batch: list[GatedWrite] = []
+    if args.get("callIds") is not None:
+        found = _batch(ctx, args["callIds"], tool_name, call)
+        if isinstance(found, Observation):
+            return found
+        batch, gated = found, found[-1]
     if tool_name != gated.tool:
         return call.refuse(
             ErrorCode.APPROVAL_TOOL_MISMATCH,
@@ -171,12 +294,30 @@ async def approval(ctx: NodeContext, args: JsonObject, call: Call) -> Observatio
             "call builtin_node_fail with the reason; the contract must declare the tool as sideEffect WRITE",
         )
     summary = text_arg(args, "summary")
-    question = f"{summary}\n{gated.summary}" if summary else gated.summary
-    ctx.node.checkpoint = Checkpoint(
-        CheckpointType.APPROVAL, question, tool=gated.tool, args=dict(gated.args), summary=gated.summary
-    )
+    if batch:  # callIds: the checkpoint lists each write; CONFIRM runs them in this order
+        listed = "\n".join(f"{n}. [{g.call_id}] {g.summary}" for n, g in enumerate(batch, 1))
+        ctx.node.checkpoint = Checkpoint(
+            CheckpointType.APPROVAL,
+            f"{summary}\n{listed}" if summary else listed,
+            tool=gated.tool,
+            args=dict(gated.args) if len(batch) == 1 else None,
+            summary=listed,
+            calls=[_copy(g) for g in batch],
+        )
+    else:
+        question = f"{summary}\n{gated.summary}" if summary else gated.summary
+        ctx.node.checkpoint = Checkpoint(
+            CheckpointType.APPROVAL, question, tool=gated.tool, args=dict(gated.args), summary=gated.summary
+        )
     ctx.node.status = NodeStatus.SUSPENDED
     return call.ok({"status": NodeStatus.SUSPENDED.value, "checkpoint": CheckpointType.APPROVAL.value})
+
+
+def _copy(gated: GatedWrite) -> GatedWrite:
+    return GatedWrite(
+        gated.tool, dict(gated.args), dict(gated.sources), gated.summary, gated.idempotency_key, gated.gated_at,
+        gated.call_id,
+    )  # fmt: skip
 
 
 async def finish(ctx: NodeContext, args: JsonObject, call: Call) -> Observation:
@@ -208,6 +349,47 @@ async def fail(ctx: NodeContext, args: JsonObject, call: Call) -> Observation:
     ctx.node.status = NodeStatus.FAILED
     ctx.node.reply = reason
     return call.ok({"status": NodeStatus.FAILED.value})
+
+
+def wait_offered(ctx: NodeContext) -> bool:
+    """A node can wait for an event only where its state outlives the process (not in an isolated sub-agent)."""
+    return bool(getattr(ctx.store, "persistent", False))
+
+
+async def wait_event(ctx: NodeContext, args: JsonObject, call: Call) -> Observation:
+    try:
+        name = check_name(text_arg(args, "event"))
+        key = check_key(args.get("correlationKey"))
+        timeout = check_timeout(args.get("timeoutSeconds"))
+        org = check_org(ctx.session.identity.get("org_id") or "")
+    except EventError as exc:
+        return call.refuse(ErrorCode.ARG_REJECTED, str(exc), f"call {WAIT_EVENT} again with a valid event and key")
+    found = await start_wait(
+        ctx.yard,
+        org_id=org,
+        event=name,
+        key=key,
+        session_id=ctx.session.id,
+        task_id=ctx.task.id,
+        node_id=ctx.node.id,
+        timeout_s=timeout,
+    )
+    if isinstance(found, Claimed):  # it arrived before the wait: the node has it at once
+        record = event_record(ctx, name, key, found.payload, found.event_id)
+        await ctx.record(record)
+        return Observation(call.name, call.arguments, True, found.payload, evidence_id=record.id, call_id=call.call_id)
+    spec = ctx.skill.contract.events.get(name)
+    label = (spec.label if spec is not None else None) or name
+    ctx.node.checkpoint = Checkpoint(
+        CheckpointType.EVENT,
+        f"等待外部事件「{label}」（{key}）",
+        event=name,
+        key=key,
+        deadline=found.deadline,
+        wait_id=found.wait_id,
+    )
+    ctx.node.status = NodeStatus.SUSPENDED
+    return call.ok({"status": NodeStatus.SUSPENDED.value, "checkpoint": CheckpointType.EVENT.value})
 
 
 #: Nodes one node may delegate to in a task: each delegation costs a model step, so this bounds the graph.
@@ -280,12 +462,22 @@ _NOT_DONE = frozenset({NodeStatus.FAILED, NodeStatus.CANCELLED, NodeStatus.SKIPP
 FOLLOW_UP_TOOL = Builtin(
     FOLLOW_UP,
     "Ask the user one question and suspend this node until they answer. Name the arguments you need in "
-    "expectedFields (their answers count as USER); without expectedFields only after an empty or failed query.",
+    "expectedFields (their answers count as USER); without expectedFields only after an empty or failed query. "
+    "With candidates (ids from your query results) the user chooses one, which fills the one expected field.",
     params(
         {
             "question": {"type": "string"},
             "expectedFields": {"type": "array", "items": {"type": "string"}, "description": "argument paths"},
             "suggestions": {"type": "array", "items": {"type": "string"}, "description": "options to offer"},
+            "candidates": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string"}, "label": {"type": "string"}},
+                    "required": ["id", "label"],
+                },
+                "description": "a structured choice: [{id, label}], ids found in this node's query results",
+            },
         },
         ("question",),
     ),
@@ -293,15 +485,35 @@ FOLLOW_UP_TOOL = Builtin(
 )
 APPROVAL_TOOL = Builtin(
     APPROVAL,
-    "Ask the user to confirm the write call the runtime stopped with APPROVAL_REQUIRED; suspends this node.",
+    "Ask the user to confirm the write call the runtime stopped with APPROVAL_REQUIRED; suspends this node. "
+    "Several stopped writes of one tool are approved together by listing their call ids in callIds.",
     params(
         {
             "summary": {"type": "string", "description": "one sentence: what will be done"},
             "toolName": {"type": "string", "description": "the write tool that was stopped"},
+            "callIds": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "optional: the call ids of the stopped writes to approve as one batch",
+            },
         },
         ("summary", "toolName"),
     ),
     approval,
+)
+WAIT_EVENT_TOOL = Builtin(
+    WAIT_EVENT,
+    "Suspend this node until an external event (e.g. a payment callback) with this correlation key arrives; "
+    "its payload becomes evidence of event:<NAME>. Without it by timeoutSeconds, you get EVENT_TIMEOUT.",
+    params(
+        {
+            "event": {"type": "string", "description": "the event name, e.g. order.paid"},
+            "correlationKey": {"type": "string", "description": "what the event is about, e.g. the order number"},
+            "timeoutSeconds": {"type": "number", "description": "optional: how long to wait (default one day)"},
+        },
+        ("event", "correlationKey"),
+    ),
+    wait_event,
 )
 FINISH_TOOL = Builtin(
     FINISH,

@@ -70,16 +70,25 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def in_evidence(ctx: NodeContext, value: Any) -> bool:
-    """Exactly equal to some value in the extracts of a succeeded evidence of this node or an upstream node."""
+def in_evidence(ctx: NodeContext, value: Any, events: bool = False) -> bool:
+    """Exactly equal to some value in the extracts of a succeeded evidence of this node or an upstream node: of a
+    business call (``EVIDENCE``), or with ``events`` of an external event (``EVENT``: its extracts, or its whole
+    payload when the contract declares none)."""
     for evidence in ctx.visible_evidence():
-        if evidence.succeeded and any(same(value, v) for v in _walk(evidence.extracts)):
+        if not evidence.succeeded or evidence.from_event is not events:
+            continue
+        values = evidence.response if events and not evidence.extracts else evidence.extracts
+        if any(same(value, v) for v in _walk(values)):
             return True
     return False
 
 
-def user_field(ctx: NodeContext, arg: ArgContract) -> bool:
-    """The argument is one of the current follow-up's expectedFields that the user answered."""
+def user_field(ctx: NodeContext, arg: ArgContract, value: Any = None) -> bool:
+    """The argument is one of the current follow-up's expectedFields that the user answered; a field answered by
+    a CHOICE counts for the chosen id only."""
+    for name in (arg.path, arg.leaf):
+        if name in ctx.node.chosen:
+            return normalize(value) == normalize(ctx.node.chosen[name])
     return arg.path in ctx.node.user_fields or arg.leaf in ctx.node.user_fields
 
 
@@ -87,9 +96,11 @@ def matches(ctx: NodeContext, arg: ArgContract, source: SourceType, value: Any, 
     if source is SourceType.MODEL:
         return True
     if source is SourceType.USER:
-        return user_field(ctx, arg) or said_by_user(value, ctx.session.user_messages)
+        return user_field(ctx, arg, value) or said_by_user(value, ctx.session.user_messages)
     if source is SourceType.EVIDENCE:
         return in_evidence(ctx, value)
+    if source is SourceType.EVENT:
+        return in_evidence(ctx, value, events=True)
     if source is SourceType.NODE_OUTPUT:
         outputs = {k: v.value for k, v in ctx.node.outputs.items()}
         return any(_found_equal(data, path, value) for data in (ctx.node.inputs, outputs))

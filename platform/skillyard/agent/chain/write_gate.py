@@ -2,7 +2,8 @@
 
 Order: an identical write (same tool + idempotency key in this task) that succeeded returns its earlier result
 without approval and without a call; one in flight → ``WRITE_IN_FLIGHT``; one uncertain → ``WRITE_PENDING_VERIFY``;
-otherwise the write needs approval (``APPROVAL_REQUIRED``, the node remembers it in ``node.gated``) unless the tool
+otherwise the write needs approval (``APPROVAL_REQUIRED``: the node remembers it as ``node.gated`` and among
+``node.pending_writes``, by its call id, for a batch approval) unless the tool
 has ``confirm: false`` AND is listed in ``settings.write_confirm_bypass_tools``, or this is the CONFIRM path.
 """
 
@@ -75,9 +76,17 @@ def check(call: ChainCall) -> Observation | None:
     if not call.contract.confirm and call.tool in bypass:
         return None
     summary = build_summary(call.contract, call.args, call.sources)
-    ctx.node.gated = GatedWrite(
-        tool=call.tool, args=call.args, sources=dict(call.sources), summary=summary, idempotency_key=key
+    gated = ctx.node.gated = GatedWrite(
+        tool=call.tool,
+        args=call.args,
+        sources=dict(call.sources),
+        summary=summary,
+        idempotency_key=key,
+        call_id=call.call_id,
     )
+    pending = ctx.node.pending_writes  # the same write stopped again replaces its earlier entry
+    pending[:] = [g for g in pending if not (g.tool == call.tool and g.idempotency_key == key)]
+    pending.append(gated)
     return call.refuse(
         ErrorCode.APPROVAL_REQUIRED,
         f"{call.label} changes data and needs the user's confirmation first:\n{summary}",

@@ -2,7 +2,7 @@
 and the approvers of checkpoints, all in PostgreSQL so that several serve processes share them.
 
 Revision ID: 0010
-Revises: 0008
+Revises: 0009
 """
 
 import sqlalchemy as sa
@@ -10,7 +10,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
 revision = "0010"
-down_revision = "0008"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
