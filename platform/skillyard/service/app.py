@@ -72,7 +72,10 @@ class Service:
         self._pruner: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        from .hooks.job import share_agents
+
         progress.install(self.yard)
+        share_agents(self.yard, self.agents)
         await self.yard.database.engine()  # migrations first: every endpoint needs the tables
         await self.bus.start()
         self._pruner = asyncio.get_running_loop().create_task(self._prune())
@@ -85,6 +88,13 @@ class Service:
             await self._chains.close()
             self._chains = None
         await self.bus.close()
+
+    async def enqueue_inbound(self, binding: str, event_id: str) -> None:
+        """Queue the job of a stored inbound message on this process's own queue (run here at once; a worker's
+        recovery moves it to the shared queue should this process die)."""
+        from .plugin import INBOUND_JOB
+
+        await self.yard.background.defer(INBOUND_JOB, {"binding": binding, "event_id": event_id})
 
     async def chain_engine(self) -> ChainEngine:
         """One chain engine for the process's requests (its connection pool is opened once)."""

@@ -17,3 +17,13 @@ def register_commands(cli: Any) -> None:
         "skillyard.service.cli:serve_cmd",
         help="Serve the HTTP API, inbound chat hooks, the web console and MCP on one port.",
     )
+
+
+@hookimpl
+def register_jobs(register: Any) -> None:
+    async def inbound_message(yard: Any, binding: str, event_id: str) -> None:
+        from .hooks.job import process_inbound
+
+        await process_inbound(yard, binding, event_id)
+
+    register(INBOUND_JOB, inbound_message)
