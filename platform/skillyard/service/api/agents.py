@@ -96,6 +96,17 @@ async def stream(
 ) -> AsyncIterator[ServerSentEvent]:
     """``started``, ``tool`` … and ``finished`` of one turn (then the stream ends); ``?after=ID`` or Last-Event-ID
     resumes after an event."""
+    async for row in turn_rows(request, session_id, after):
+        if row is None:
+            yield ServerSentEvent(comment="ping")
+        else:
+            data = {**row["event"], "turn_id": row["turn_id"]}
+            yield ServerSentEvent(data=data, event=row["kind"], id=str(row["id"]))
+
+
+async def turn_rows(request: Request, session_id: str, after: int) -> AsyncIterator[dict[str, Any] | None]:
+    """The session's turn events after ``after`` as they are written (by any process), until the turn followed
+    finishes, the client leaves or nothing happens for STREAM_IDLE_S; None every PING_S without an event."""
     service = service_of(request)
     loop = asyncio.get_running_loop()
     idle_since = loop.time()
@@ -108,7 +119,7 @@ async def stream(
                 idle_since = loop.time()
                 if row["kind"] == "started":
                     following = following or row["turn_id"]
-                yield ServerSentEvent(data={**row["event"], "turn_id": row["turn_id"]}, event=row["kind"], id=str(after))
+                yield row
                 if row["kind"] == "finished" and following in (None, row["turn_id"]):
                     return
             if await request.is_disconnected():
@@ -116,7 +127,7 @@ async def stream(
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(woken.wait(), PING_S)
             if not woken.is_set():
-                yield ServerSentEvent(comment="ping")
+                yield None
 
 
 @router.post("/agent-events", summary="An external event for the nodes of your organisation waiting for it")
