@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
@@ -50,8 +50,8 @@ async def show_skill(request: Request, name: str, principal: CallerDep) -> dict[
     return describe_skill(_entry(request, name))
 
 
-@router.post("/skills/{name}/run", summary="Run a skill; answers its envelope")
-async def run_skill(request: Request, name: str, body: RunBody, principal: CallerDep) -> dict[str, Any]:
+@router.post("/skills/{name}/run", summary="Run a skill; answers its envelope", response_model=None)
+async def run_skill(request: Request, name: str, body: RunBody, principal: CallerDep) -> JSONResponse:
     service = service_of(request)
     session = body.session or default_session(principal)
     await service.owners.claim(session, principal)
@@ -59,11 +59,12 @@ async def run_skill(request: Request, name: str, body: RunBody, principal: Calle
     if body.raw_input is not None:
         context["raw_input"] = body.raw_input
     try:
-        return await service.yard.run(name, body.input, context)
+        envelope = await service.yard.run(name, body.input, context)
     except UnknownSkill:
         raise not_found(f"no skill named {name!r}", "GET /api/skills lists the skills") from None
     except SkillyardError as exc:
         raise bad_request(str(exc)) from None
+    return JSONResponse(envelope)  # the envelope is JSON already: no response model to validate it against
 
 
 @router.post("/rescan", summary="Read the skill roots again (every serve process does)")

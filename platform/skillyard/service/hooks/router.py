@@ -26,7 +26,8 @@ PARSERS: dict[str, Callable[[Request, bytes, dict[str, Any]], Awaitable[Parsed]]
 }
 
 
-@router.api_route("/hooks/{channel}/{binding}", methods=["GET", "POST"], summary="A chat channel's webhook")
+@router.get("/hooks/{channel}/{binding}", summary="A channel's URL check (WeCom)", operation_id="hook_check")
+@router.post("/hooks/{channel}/{binding}", summary="A chat channel's webhook", operation_id="hook_event")
 async def hook(request: Request, channel: str, binding: str) -> Response:
     service = service_of(request)
     bound = service.settings.bindings.get(binding)
