@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from _common import isolate, verdict
 
@@ -89,7 +88,17 @@ async def main() -> int:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, "-m", "skillyard", "serve", "--port", str(port), "--skills-dir", str(SKILLS), "--bench-endpoint"]
+        [
+            sys.executable,
+            "-m",
+            "skillyard",
+            "serve",
+            "--port",
+            str(port),
+            "--skills-dir",
+            str(SKILLS),
+            "--bench-endpoint",
+        ]
     )
     base = f"http://127.0.0.1:{port}"
     try:

@@ -17,5 +17,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 async def served(db_env: str, skills_root: Path) -> AsyncIterator[Served]:
     write_echo(skills_root)
     yard = SkillYard([skills_root])
-    async with serving(yard, agent_dirs=[EXAMPLES / "agents" / "notes"], model=f"script:{EXAMPLES}/agents/notes/demo.yaml") as s:
+    async with serving(
+        yard, agent_dirs=[EXAMPLES / "agents" / "notes"], model=f"script:{EXAMPLES}/agents/notes/demo.yaml"
+    ) as s:
         yield s

@@ -40,7 +40,9 @@ async def test_notify_aliases_and_tokens(served):
     assert [a["name"] for a in (await admin.get("/api/notify/aliases")).json()] == ["ops"]
     assert (await admin.delete("/api/notify/aliases/ops")).status_code == 200
     assert (await admin.delete("/api/notify/aliases/ops")).status_code == 404
-    made = (await admin.post("/api/tokens", json={"name": "bot-" + served.org, "identity": {"actor_name": "Bot"}})).json()
+    made = (
+        await admin.post("/api/tokens", json={"name": "bot-" + served.org, "identity": {"actor_name": "Bot"}})
+    ).json()
     assert made["token"].startswith("sy_") and made["org_id"] == served.org
     bot = served.client(made["token"])
     assert (await bot.get("/api/skills")).status_code == 200
@@ -105,8 +107,9 @@ async def test_no_auth_runs_as_the_server_context(db_env, skills_root: Path):
 async def test_mcp_is_mounted_with_the_same_tokens(served):
     token = await served.token()
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    client_info = {"name": "t", "version": "1"}
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client_info}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
     assert (await served.client().post("/mcp", json=init, headers=headers)).status_code == 401
     answer = await served.client(token).post("/mcp", json=init, headers=headers)
     assert answer.status_code == 200 and "skillyard" in answer.text

@@ -24,7 +24,9 @@ async def test_message_approval_and_session_view(served):
     assert view["checkpoint"]["type"] == "APPROVAL" and view["graph"]["nodes"][0]["skill_key"] == "notes.keeper"
     assert any(h["role"] == "user" for h in view["history"])
     other = served.client(await served.token())
-    assert (await other.post(f"/api/agents/notes/sessions/{session}/resume", json={"action": "CONFIRM"})).status_code == 403
+    assert (
+        await other.post(f"/api/agents/notes/sessions/{session}/resume", json={"action": "CONFIRM"})
+    ).status_code == 403
     done = (await client.post(f"/api/agents/notes/sessions/{session}/resume", json={"action": "confirm"})).json()
     assert done["status"] == "DONE" and "季度总结" in done["reply"]
     [approval] = (await client.get(f"/api/agents/notes/sessions/{session}")).json()["approvals"]
@@ -63,15 +65,19 @@ async def test_the_stream_follows_a_turn_as_server_sent_events(served):
     events: list[tuple[str, dict]] = []
 
     async def listen() -> None:
-        async with httpx.AsyncClient(base_url=served.base, headers={"Authorization": f"Bearer {token}"}) as c:
-            async with c.stream("GET", f"/api/agents/notes/sessions/{session}/stream", timeout=30) as response:
-                assert response.headers["content-type"].startswith("text/event-stream")
-                kind = ""
-                async for line in response.aiter_lines():
-                    if line.startswith("event:"):
-                        kind = line.split(":", 1)[1].strip()
-                    elif line.startswith("data:"):
-                        events.append((kind, json.loads(line.split(":", 1)[1])))
+        headers = {"Authorization": f"Bearer {token}"}
+        url = f"/api/agents/notes/sessions/{session}/stream"
+        async with (
+            httpx.AsyncClient(base_url=served.base, headers=headers) as c,
+            c.stream("GET", url, timeout=30) as response,
+        ):
+            assert response.headers["content-type"].startswith("text/event-stream")
+            kind = ""
+            async for line in response.aiter_lines():
+                if line.startswith("event:"):
+                    kind = line.split(":", 1)[1].strip()
+                elif line.startswith("data:"):
+                    events.append((kind, json.loads(line.split(":", 1)[1])))
 
     listener = asyncio.create_task(listen())
     await asyncio.sleep(0.5)

@@ -66,7 +66,9 @@ async def test_a_session_belongs_to_its_first_identity(served):
     admin = served.client(await served.token(admin=True))
     other_admin = served.client(await served.token(admin=True, org="other-" + served.org))
     session = "own-" + uuid.uuid4().hex[:8]
-    assert (await alice.post("/api/skills/echo/run", json={"input": {"text": "a"}, "session": session})).status_code == 200
+    assert (
+        await alice.post("/api/skills/echo/run", json={"input": {"text": "a"}, "session": session})
+    ).status_code == 200
     refused = await bob.post("/api/skills/echo/run", json={"input": {"text": "b"}, "session": session})
     assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
     assert (await bob.get(f"/api/sessions/{session}/artifacts")).status_code == 403
@@ -78,7 +80,9 @@ async def test_a_session_belongs_to_its_first_identity(served):
 async def test_artifacts_are_listed_and_downloaded_by_their_owner_only(served, tmp_path):
     alice = served.client(await served.token())
     session = "files-" + uuid.uuid4().hex[:8]
-    assert (await alice.post("/api/skills/echo/run", json={"input": {"text": "a"}, "session": session})).status_code == 200
+    assert (
+        await alice.post("/api/skills/echo/run", json={"input": {"text": "a"}, "session": session})
+    ).status_code == 200
     path = tmp_path / "report.csv"
     path.write_text("a,b\n1,2\n")
     [item] = await served.yard.attach(session, [path])
@@ -104,4 +108,6 @@ async def test_rescan_picks_up_a_new_skill_and_runs_list_the_callers_runs(served
 
 async def test_openapi_is_published(served):
     spec = (await served.client().get("/openapi.json")).json()
-    assert "/api/skills/{name}/run" in spec["paths"] and "/api/agents/{code}/sessions/{session_id}/stream" in spec["paths"]
+    assert (
+        "/api/skills/{name}/run" in spec["paths"] and "/api/agents/{code}/sessions/{session_id}/stream" in spec["paths"]
+    )

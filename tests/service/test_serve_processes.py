@@ -70,7 +70,9 @@ async def test_two_serve_processes_share_one_database(db_env, tmp_path):
     alice = await _cli("token", "add", "--name", "alice-" + org, "--role", "r-" + org, "--org", org)
     bob = await _cli("token", "add", "--name", "bob-" + org, "--role", "r-" + org, "--org", org)
     burst = await _cli("token", "add", "--name", "burst-" + org, "--role", "r-" + org, "--org", org)
-    (first, a), (second, b) = await asyncio.gather(_serve(skills, tmp_path / "a.log"), _serve(skills, tmp_path / "b.log"))
+    (first, a), (second, b) = await asyncio.gather(
+        _serve(skills, tmp_path / "a.log"), _serve(skills, tmp_path / "b.log")
+    )
     try:
         auth = lambda token: {"Authorization": f"Bearer {token}"}  # noqa: E731
         async with httpx.AsyncClient(timeout=30) as http:

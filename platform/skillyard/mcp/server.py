@@ -260,9 +260,7 @@ class SkillServer:
         if host not in LOOPBACK:
             security = TransportSecuritySettings(allowed_hosts=[f"{host}:*"], allowed_origins=[f"http://{host}:*"])
         if not require_token:
-            return self.lowlevel.streamable_http_app(
-                streamable_http_path=path, host=host, transport_security=security
-            )
+            return self.lowlevel.streamable_http_app(streamable_http_path=path, host=host, transport_security=security)
         return self.lowlevel.streamable_http_app(
             streamable_http_path=path,
             host=host,

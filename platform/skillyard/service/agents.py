@@ -95,7 +95,9 @@ class Agents:
                 return await self.yard.agent_from_db(code, model=self.model)
         except AgentError as exc:
             if folder is not None:
-                raise ApiError(503, "agent_unavailable", str(exc), "fix the agent folder or the model setting") from None
+                raise ApiError(
+                    503, "agent_unavailable", str(exc), "fix the agent folder or the model setting"
+                ) from None
         known = ", ".join(sorted(self.codes())) or "none"
         raise not_found(f"no agent {code!r} (folder agents: {known}; none stored under that code)", "use a listed code")
 

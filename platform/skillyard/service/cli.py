@@ -52,7 +52,7 @@ def serve_cmd(
         raise click.UsageError(f"--no-auth serves only --host 127.0.0.1, not {host!r}; use tokens elsewhere")
     if context_json is not None and not no_auth:
         raise click.UsageError("the identity comes from each request's token; --context goes with --no-auth only")
-    if host not in LOOPBACK and host != "0.0.0.0":  # noqa: S104  (an operator's choice, behind a load balancer)
+    if host not in LOOPBACK and host != "0.0.0.0":
         click.echo(f"note: serving on {host}; put TLS in front (docs/serve.md#deployment)", err=True)
     context = (json_object(context_json, "context") or {}) if no_auth else None
     yard = open_yard(skills_dirs)

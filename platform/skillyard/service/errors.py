@@ -44,9 +44,7 @@ _CODES = {
 class ApiError(Exception):
     """A refusal with its status, code, what was wrong and the fix (headers such as Retry-After optional)."""
 
-    def __init__(
-        self, status: int, error: str, detail: str, fix: str, headers: dict[str, str] | None = None
-    ) -> None:
+    def __init__(self, status: int, error: str, detail: str, fix: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(detail)
         self.status = status
         self.error = error

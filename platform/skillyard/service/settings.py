@@ -112,6 +112,8 @@ def _bindings(raw: Any, path: Path) -> dict[str, Binding]:
             if not isinstance(value, str) or (key != "role_id" and not value.strip()):
                 raise SkillyardError(f'{where} needs {key} = "…" (text)')
         if spec["channel"] not in HOOK_CHANNELS:
-            raise SkillyardError(f"{where}: channel {spec['channel']!r} has no inbound hook; use one of {HOOK_CHANNELS}")
+            raise SkillyardError(
+                f"{where}: channel {spec['channel']!r} has no inbound hook; use one of {HOOK_CHANNELS}"
+            )
         found[name] = Binding(name, spec["channel"], spec["role_id"], spec["org_id"], spec["agent"])
     return found

@@ -80,9 +80,9 @@ async def test_a_photo_becomes_an_attachment_of_the_session(hooked, telegram):
     body["message"].pop("text")
     assert (await client.post("/hooks/telegram/telegram1", json=body, headers=HEADER)).status_code == 200
     await sent_to(telegram, chat)
+    from skillyard.service.hooks.inbound import Inbound
     from skillyard.service.hooks.job import session_of
     from skillyard.service.hooks.telegram import parse  # noqa: F401  (the parser the hook used)
-    from skillyard.service.hooks.inbound import Inbound
 
     binding = hooked.app.state.service.settings.bindings["telegram1"]
     session = session_of(binding, Inbound("x", str(chat), str(chat), ""))

@@ -55,7 +55,9 @@ async def send_message(
 
 
 @router.post("/agents/{code}/sessions/{session_id}/resume", summary="Answer the open checkpoint")
-async def resume(request: Request, code: str, session_id: str, body: ResumeBody, principal: CallerDep) -> dict[str, Any]:
+async def resume(
+    request: Request, code: str, session_id: str, body: ResumeBody, principal: CallerDep
+) -> dict[str, Any]:
     service = service_of(request)
     check_session(session_id)
     await service.owners.check(session_id, principal)

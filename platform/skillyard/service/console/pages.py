@@ -142,7 +142,9 @@ async def chat(request: Request, agent: str = "", session: str = "") -> HTMLResp
     return _page(request, "chat.html", principal, codes=codes, code=code, session=session, view=view)
 
 
-async def _turn_fragment(request: Request, principal: Principal, turn: dict[str, Any], code: str, session: str) -> HTMLResponse:  # fmt: skip
+async def _turn_fragment(
+    request: Request, principal: Principal, turn: dict[str, Any], code: str, session: str
+) -> HTMLResponse:
     markdown_block, replaces = turn_display(turn, CHANNEL)
     return _page(
         request,
@@ -211,7 +213,8 @@ async def _progress_html(request: Request, session: str, after: int) -> Any:
             continue
         event = row["event"]
         if row["kind"] == "tool":
-            html = f'<li class="progress-item">{escape(event.get("label") or "")} <code>{escape(event.get("tool"))}</code></li>'
+            label, tool = escape(event.get("label") or ""), escape(event.get("tool") or "")
+            html = f'<li class="progress-item">{label} <code>{tool}</code></li>'
         elif row["kind"] == "started":
             html = '<li class="progress-item">…</li>'
         else:

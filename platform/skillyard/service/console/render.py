@@ -15,7 +15,7 @@ _MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table"
 
 def markdown(text: Any) -> Markup:
     """``display_md`` as HTML: raw HTML in it is shown as text, javascript: links are not links."""
-    return Markup(_MD.render(str(text or "")))  # noqa: S704  (markdown-it escapes; html is off)
+    return Markup(_MD.render(str(text or "")))
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def wecom_key(aes_key: str) -> bytes:
 
 
 def wecom_signature(token: str, timestamp: str, nonce: str, encrypted: str) -> str:
-    return hashlib.sha1("".join(sorted([token, timestamp, nonce, encrypted])).encode()).hexdigest()  # noqa: S324
+    return hashlib.sha1("".join(sorted([token, timestamp, nonce, encrypted])).encode()).hexdigest()
 
 
 def wecom_decrypt(aes_key: str, encrypted: str) -> tuple[bytes, str]:

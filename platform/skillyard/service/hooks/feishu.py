@@ -72,8 +72,10 @@ async def parse(request: Request, body: bytes, configs: dict[str, Any]) -> Parse
     files = []
     for kind, field in (("image", "image_key"), ("file", "file_key")):
         if content.get(field):
-            files.append({"type": kind, "key": content[field], "message_id": message.get("message_id"),
-                          "filename": content.get("file_name") or f"{content[field]}.{'png' if kind == 'image' else 'bin'}"})  # fmt: skip
+            name = content.get("file_name") or f"{content[field]}.{'png' if kind == 'image' else 'bin'}"
+            files.append(
+                {"type": kind, "key": content[field], "message_id": message.get("message_id"), "filename": name}
+            )
     group = message.get("chat_type") == "group"
     return Parsed(
         message=Inbound(

@@ -43,10 +43,10 @@ def _agents(yard: SkillYard, settings: ServiceSettings) -> Agents:
     found = _AGENTS.get(yard)
     if found is None:  # a `skillyard worker` running a job it recovered
         from ..agents import Agents
+        from ..bus import Bus
         from ..locks import TurnLocks
         from ..sessions import SessionOwners
         from ..turns import TurnEvents
-        from ..bus import Bus
 
         found = Agents(
             yard,

@@ -13,7 +13,7 @@ from fastapi.responses import Response
 from ...channels.adapter import CREDENTIALS_SKILL
 from ..api.deps import service_of
 from ..errors import ApiError, not_found
-from . import dedup, dingtalk, feishu, slack, telegram, wecom, web
+from . import dedup, dingtalk, feishu, slack, telegram, web, wecom
 from .inbound import HookRefused, Parsed
 
 router = APIRouter(tags=["hooks"])
@@ -32,7 +32,9 @@ async def hook(request: Request, channel: str, binding: str) -> Response:
     service = service_of(request)
     bound = service.settings.bindings.get(binding)
     if bound is None or bound.channel != channel:
-        raise not_found(f"no binding {binding!r} of channel {channel!r}", "add [service.bindings.NAME] to settings.toml")
+        raise not_found(
+            f"no binding {binding!r} of channel {channel!r}", "add [service.bindings.NAME] to settings.toml"
+        )
     body = await request.body()
     try:
         if channel == "web":
@@ -49,7 +51,11 @@ async def hook(request: Request, channel: str, binding: str) -> Response:
     except HookRefused as exc:
         raise ApiError(exc.status, "refused" if exc.status != 400 else "bad_request", exc.detail, exc.fix) from None
     message = parsed.message
-    if message is not None and message.mentioned and (message.text.strip() or message.files):
-        if await dedup.first_time(service.yard.database, binding, message.event_id, message.as_json()):
-            await service.enqueue_inbound(binding, message.event_id)
+    wanted = message is not None and message.mentioned and bool(message.text.strip() or message.files)
+    if (
+        message is not None
+        and wanted
+        and await dedup.first_time(service.yard.database, binding, message.event_id, message.as_json())
+    ):
+        await service.enqueue_inbound(binding, message.event_id)
     return parsed.response

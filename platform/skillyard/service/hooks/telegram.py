@@ -38,7 +38,9 @@ async def parse(request: Request, body: bytes, configs: dict[str, Any]) -> Parse
     for kind in ("document", "video", "audio", "voice"):
         item = message.get(kind)
         if isinstance(item, dict) and item.get("file_id"):
-            files.append({"file_id": item["file_id"], "filename": item.get("file_name") or f"{kind}_{item['file_id'][:8]}"})
+            files.append(
+                {"file_id": item["file_id"], "filename": item.get("file_name") or f"{kind}_{item['file_id'][:8]}"}
+            )
     group = chat.get("type") in ("group", "supergroup")
     name = " ".join(p for p in (sender.get("first_name"), sender.get("last_name")) if p) or sender.get("username", "")
     return Parsed(

@@ -28,7 +28,9 @@ async def parse(request: Request, body: bytes, principal: Principal) -> Parsed:
     try:
         check_session(session)
     except Exception:
-        raise HookRefused(400, f"session {session!r} is not a session id", "use letters, digits, '_', '-', '.'") from None
+        raise HookRefused(
+            400, f"session {session!r} is not a session id", "use letters, digits, '_', '-', '.'"
+        ) from None
     event_id = str(payload.get("event_id") or uuid.uuid4().hex)[:200]
     identity: dict[str, Any] = principal.context
     inbound = Inbound(
