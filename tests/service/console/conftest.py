@@ -24,11 +24,21 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+@pytest.fixture
+def page() -> Iterator[Any]:
+    """A page of Debian's chromium (headless). Playwright's sync API is started and stopped per test, not kept for
+    the session as pytest-playwright's own fixture does: its event loop would stay current in this worker and break
+    the asyncio tests that run after it."""
     if CHROMIUM is None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does)")
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "headless": True}
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            yield browser.new_page()
+        finally:
+            browser.close()
 
 
 def cli(*args: str) -> str:
