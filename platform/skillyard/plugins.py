@@ -31,6 +31,7 @@ DEFAULT_PLUGINS = (
     "skillyard.directory.plugin",
     "skillyard.mcp.plugin",
     "skillyard.tokens.plugin",
+    "skillyard.service.plugin",
     "skillyard.channels.plugin",
     "skillyard.channels.feishu",
     "skillyard.channels.wecom",

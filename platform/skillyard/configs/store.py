@@ -19,6 +19,12 @@ from .keys import normalize_key
 
 #: Serialises rotations sharing a database: each reads the key file after the one before it committed.
 _ROTATE_LOCK = "skillyard:configs:rotate-key"
+#: Every change is announced on this PostgreSQL channel (payload: role and skill as JSON), in its transaction:
+#: a long-running process (``skillyard serve``) that LISTENs drops its cached read of that (role, skill).
+CHANGED_CHANNEL = "skillyard_configs"
+_NOTIFY = text(
+    "SELECT pg_notify(:channel, json_build_object('role_id', CAST(:r AS text), 'skill', CAST(:s AS text))::text)"
+)
 
 
 def _check_scope(role_id: Any, skill: Any) -> None:
@@ -142,6 +148,7 @@ class ConfigStore:
                     },
                 )
             )
+            await session.execute(_NOTIFY, {"channel": CHANGED_CHANNEL, "r": role_id, "s": skill})
         self._cache.pop((role_id, skill), None)
         return stored
 
@@ -270,6 +277,7 @@ class ConfigStore:
             stmt = stmt.where(skill_configs.c.key.in_([normalize_key(k) for k in keys]))
         async with sessions() as session, session.begin():
             result = await session.execute(stmt)
+            await session.execute(_NOTIFY, {"channel": CHANGED_CHANNEL, "r": role_id, "s": skill})
         self._cache.pop((role_id, skill), None)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 

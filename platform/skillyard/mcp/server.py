@@ -252,15 +252,17 @@ class SkillServer:
                 await self.runs.close()
 
     # transports ------------------------------------------------------------------------------------------
-    def http_app(self, host: str, port: int, require_token: bool) -> Starlette:
-        """The streamable HTTP app; with ``require_token`` the SDK's bearer middleware refuses tokenless requests
-        and binds each MCP session to its token. DNS-rebinding protection is on for every host."""
+    def http_app(self, host: str, port: int, require_token: bool, path: str = "/mcp") -> Starlette:
+        """The streamable HTTP app at ``path``; with ``require_token`` the SDK's bearer middleware refuses tokenless
+        requests and binds each MCP session to its token. DNS-rebinding protection is on for every host.
+        ``skillyard serve`` mounts it at ``/mcp`` with ``path="/"``."""
         security = None
         if host not in LOOPBACK:
             security = TransportSecuritySettings(allowed_hosts=[f"{host}:*"], allowed_origins=[f"http://{host}:*"])
         if not require_token:
-            return self.lowlevel.streamable_http_app(host=host, transport_security=security)
+            return self.lowlevel.streamable_http_app(streamable_http_path=path, host=host, transport_security=security)
         return self.lowlevel.streamable_http_app(
+            streamable_http_path=path,
             host=host,
             transport_security=security,
             token_verifier=self.verifier,

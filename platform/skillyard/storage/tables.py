@@ -241,3 +241,54 @@ agent_event_waits = Table(
     Column("created_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
     Column("updated_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
 )
+
+# `skillyard serve` (docs/serve.md): what several serve processes on one database share (migration 0010).
+service_sessions = Table(  # who owns a session: the identity that first used it
+    "service_sessions",
+    metadata,
+    Column("session_id", String(200), primary_key=True),
+    Column("owner", String(300), nullable=False),
+    Column("org_id", String(200), nullable=False, default=""),
+    Column("created_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+)
+
+service_hook_events = Table(  # inbound webhook events seen: a platform's retry of one event is dropped
+    "service_hook_events",
+    metadata,
+    Column("binding", String(100), primary_key=True),
+    Column("event_id", String(300), primary_key=True),
+    Column("message", JSONB),  # the message until its job read it (job arguments carry ids only)
+    Column("received_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+)
+
+service_rate_windows = Table(  # fixed-window rate-limit counters per token
+    "service_rate_windows",
+    metadata,
+    Column("subject", String(300), primary_key=True),
+    Column("window_start", BigInteger, primary_key=True),  # epoch seconds
+    Column("used", Integer, nullable=False),
+)
+
+service_turn_events = Table(  # progress events of agent turns, streamed over SSE by any process
+    "service_turn_events",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("session_id", String(200), nullable=False),
+    Column("turn_id", String(64), nullable=False),
+    Column("kind", String(30), nullable=False),
+    Column("event", JSONB, nullable=False),
+    Column("created_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+)
+
+service_approvals = Table(  # who answered an agent's checkpoint through the service
+    "service_approvals",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("session_id", String(200), nullable=False),
+    Column("agent_code", String(200), nullable=False),
+    Column("checkpoint", String(30), nullable=False),
+    Column("action", String(20), nullable=False),
+    Column("tool", String(200)),
+    Column("approver", JSONB, nullable=False),
+    Column("created_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+)

@@ -115,11 +115,18 @@ class FakeDingtalk(_Tokens):
 class FakeTelegram(FakeApi):
     TOKEN = "123456789:AAHfakeTelegramBotToken_xyz"
     UNKNOWN = "999"
+    USERNAME = "yard_bot"
 
     def route(self, r: Request) -> Answer:
+        if r.path.startswith(f"/file/bot{self.TOKEN}/"):
+            return 200, {"file": r.path.rsplit("/", 1)[-1]}, {}
         prefix, _, method = r.path.rpartition("/")
         if prefix != f"/bot{self.TOKEN}":
             return 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}, {}
+        if method == "getMe":
+            return 200, {"ok": True, "result": {"id": 1, "is_bot": True, "username": self.USERNAME}}, {}
+        if method == "getFile":
+            return 200, {"ok": True, "result": {"file_id": r.query.get("file_id"), "file_path": "photos/p1.jpg"}}, {}
         chat = (r.json or {}).get("chat_id") or r.form.get("chat_id")
         if str(chat) == self.UNKNOWN:
             return 400, {"ok": False, "error_code": 400, "description": "Bad Request: chat not found"}, {}

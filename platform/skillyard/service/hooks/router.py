@@ -1,0 +1,61 @@
+"""``/hooks/{channel}/{binding}``: the binding names the channel, the role whose ``send_message`` configs hold the
+inbound secrets and the agent that answers. The request is verified and acknowledged at once; a message for the
+bot is stored (de-duplicated by the channel's event id) and processed by a queued job."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from ...channels.adapter import CREDENTIALS_SKILL
+from ..api.deps import service_of
+from ..errors import ApiError, not_found
+from . import dedup, dingtalk, feishu, slack, telegram, web, wecom
+from .inbound import HookRefused, Parsed
+
+router = APIRouter(tags=["hooks"])
+PARSERS: dict[str, Callable[[Request, bytes, dict[str, Any]], Awaitable[Parsed]]] = {
+    "telegram": telegram.parse,
+    "slack": slack.parse,
+    "feishu": feishu.parse,
+    "wecom": wecom.parse,
+    "dingtalk": dingtalk.parse,
+}
+
+
+@router.get("/hooks/{channel}/{binding}", summary="A channel's URL check (WeCom)", operation_id="hook_check")
+@router.post("/hooks/{channel}/{binding}", summary="A chat channel's webhook", operation_id="hook_event")
+async def hook(request: Request, channel: str, binding: str) -> Response:
+    service = service_of(request)
+    bound = service.settings.bindings.get(binding)
+    if bound is None or bound.channel != channel:
+        raise not_found(
+            f"no binding {binding!r} of channel {channel!r}", "add [service.bindings.NAME] to settings.toml"
+        )
+    body = await request.body()
+    try:
+        if channel == "web":
+            principal = await service.auth.principal(request)
+            await service.limiter.check(principal.name)
+            if bound.org_id != principal.org_id:
+                raise ApiError(403, "forbidden", "the token is of another organisation than this binding", "use yours")
+            parsed = await web.parse(request, body, principal)
+        else:
+            if request.method == "GET" and channel != "wecom":
+                raise ApiError(405, "method_not_allowed", f"{channel} posts its events", "use POST")
+            configs = await service.yard.configs.get(bound.role_id, CREDENTIALS_SKILL)
+            parsed = await PARSERS[channel](request, body, dict(configs))
+    except HookRefused as exc:
+        raise ApiError(exc.status, "refused" if exc.status != 400 else "bad_request", exc.detail, exc.fix) from None
+    message = parsed.message
+    wanted = message is not None and message.mentioned and bool(message.text.strip() or message.files)
+    if (
+        message is not None
+        and wanted
+        and await dedup.first_time(service.yard.database, binding, message.event_id, message.as_json())
+    ):
+        await service.enqueue_inbound(binding, message.event_id)
+    return parsed.response
