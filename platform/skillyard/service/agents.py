@@ -5,7 +5,6 @@ every answer to a checkpoint records who gave it."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -161,17 +160,7 @@ class Agents:
         checkpoint = await self.checkpoint(session_id)
 
         async def go(agent: Agent) -> TurnResult:
-            params = inspect.signature(agent.resume).parameters
-            extra: dict[str, Any] = {}
-            for name, value in (("edit", edit), ("only", only)):
-                if value is None:
-                    continue
-                if name not in params:
-                    raise bad_request(f"{name} is not supported by this agent runtime", f"resume without {name}")
-                extra[name] = value
-            if "approver" in params:
-                extra["approver"] = principal.approver()
-            result = await agent.resume(session_id, action, text, **extra)
+            result = await agent.resume(session_id, action, text, edit=edit, only=only, approver=principal.approver())
             await self._record(session_id, agent, checkpoint, action, principal)
             return result
 
