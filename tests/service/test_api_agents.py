@@ -90,3 +90,16 @@ async def test_the_stream_follows_a_turn_as_server_sent_events(served):
     assert events[-1][1]["status"] == turn["status"] == "SUSPENDED"
     other = served.client(await served.token())
     assert (await other.get(f"/api/agents/notes/sessions/{session}/stream")).status_code == 403
+
+
+async def test_agent_events_are_an_admins_and_stay_in_its_organisation(served):
+    key = "SO-" + uuid.uuid4().hex[:8]
+    member = served.client(await served.token())
+    refused = await member.post("/api/agent-events", json={"event": "order.paid", "key": key, "payload": {}})
+    assert refused.status_code == 403 and set(refused.json()) == {"error", "detail", "fix"}
+    admin = served.client(await served.token(admin=True))
+    kept = await admin.post("/api/agent-events", json={"event": "order.paid", "key": key, "payload": {"paid": 1}})
+    assert kept.status_code == 200, kept.text
+    assert kept.json()["stored"] is True and kept.json()["org_id"] == served.org
+    bad = await admin.post("/api/agent-events", json={"event": "no spaces", "key": key, "payload": {}})
+    assert bad.status_code == 400 and "event name" in bad.json()["detail"]

@@ -27,6 +27,8 @@ log = masked_logger("skillyard.background")
 #: Background runs of one process at once (the rest wait in its queue).
 CONCURRENCY = 16
 POLL_S = 0.1
+#: How long closing the host waits for its background worker to stop once its jobs have ended.
+STOP_WAIT_S = 10.0
 FINISHED_JOB = frozenset({"succeeded", "failed", "cancelled", "aborted"})
 
 
@@ -112,7 +114,10 @@ class BackgroundQueue:
         finally:
             if self._worker is not None:
                 self._worker.cancel()
-                await asyncio.gather(self._worker, return_exceptions=True)
+                # a procrastinate worker cancelled while it starts up may never stop (see engine.run): bounded
+                done, _ = await asyncio.wait([self._worker], timeout=STOP_WAIT_S)
+                if not done:
+                    log.warning("the background worker did not stop within %.0f s; leaving it", STOP_WAIT_S)
                 self._worker = None
             self._engine = None
             await engine.close()

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...errors import SkillyardError
 from ..errors import ApiError, bad_request, not_found
 from ..sessions import check_session
-from .deps import CallerDep, service_of
+from .deps import AdminDep, CallerDep, service_of
 
 router = APIRouter(prefix="/api", tags=["agents"])
 CHANNEL = "api"
@@ -132,21 +132,13 @@ async def turn_rows(request: Request, session_id: str, after: int) -> AsyncItera
                 yield None
 
 
-@router.post("/agent-events", summary="An external event for the nodes of your organisation waiting for it")
-async def agent_event(request: Request, body: EventBody, principal: CallerDep) -> dict[str, Any]:
-    yard = service_of(request).yard
-    deliver = getattr(yard, "agent_event", None)
-    if deliver is None:
-        raise ApiError(
-            501,
-            "not_available",
-            "this agent runtime does not take external events yet",
-            "upgrade skillyard to a version with yard.agent_event",
-        )
+@router.post("/agent-events", summary="An external event for the nodes of your organisation waiting for it (admin)")
+async def agent_event(request: Request, body: EventBody, principal: AdminDep) -> dict[str, Any]:
+    """Only an admin token delivers events, and only to its own organisation's waiting nodes (docs/agents.md
+    "External events"); each resume runs as a queued job of this process, not inside the request."""
     if not principal.org_id:
         raise bad_request("the token names no organisation", "use a token made with --org")
     try:
-        result = await deliver(body.event, body.key, body.payload, org_id=principal.org_id)
+        return await service_of(request).yard.agent_event(body.event, body.key, body.payload, org_id=principal.org_id)
     except SkillyardError as exc:
         raise bad_request(str(exc)) from None
-    return result if isinstance(result, dict) else {"delivered": result}
