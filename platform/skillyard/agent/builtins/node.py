@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..chain.provenance import walk
 from ..codes import ErrorCode
 from ..context import NodeContext
 from ..contract import ArgContract, MissingAction, SourceType
@@ -140,25 +141,14 @@ def _ungrounded(ctx: NodeContext, fields: list[str]) -> tuple[str, str] | None:
     )
 
 
-def _scalars(value: Any) -> Any:
-    """Every scalar inside a JSON value (the values a candidate id may be one of)."""
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _scalars(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _scalars(item)
-    elif value is not None and not isinstance(value, bool):
-        yield value
-
-
 def grounded_ids(ctx: NodeContext) -> set[str]:
     """The values (as text) a candidate id may take: everything in the extracts of this node's succeeded,
     non-empty business calls (the whole result of a call whose tool has no extracts)."""
     found: set[str] = set()
     for record in ctx.node_evidence():
         if record.succeeded and not record.empty and not record.from_event:
-            found.update(str(v) for v in _scalars(record.extracts if record.extracts else record.response))
+            values = walk(record.extracts if record.extracts else record.response)
+            found.update(str(v) for v in values if isinstance(v, str | int | float) and not isinstance(v, bool))
     return found
 
 

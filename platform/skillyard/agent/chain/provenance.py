@@ -47,14 +47,15 @@ def said_by_user(value: Any, messages: list[str]) -> bool:
     return False
 
 
-def _walk(value: Any) -> Iterator[Any]:
+def walk(value: Any) -> Iterator[Any]:
+    """The value and every value inside it (objects' values and list items), depth first."""
     yield value
     if isinstance(value, dict):
         for item in value.values():
-            yield from _walk(item)
+            yield from walk(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _walk(item)
+            yield from walk(item)
 
 
 def same(a: Any, b: Any) -> bool:
@@ -78,7 +79,7 @@ def in_evidence(ctx: NodeContext, value: Any, events: bool = False) -> bool:
         if not evidence.succeeded or evidence.from_event is not events:
             continue
         values = evidence.response if events and not evidence.extracts else evidence.extracts
-        if any(same(value, v) for v in _walk(values)):
+        if any(same(value, v) for v in walk(values)):
             return True
     return False
 

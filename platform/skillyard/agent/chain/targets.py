@@ -13,7 +13,6 @@ The argument's provenance (the param contract's source, §5.3) says where the va
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 from ..codes import ErrorCode
@@ -21,20 +20,10 @@ from ..paths import get_path, has_value
 from ..state import Evidence, Observation
 from .base import ChainCall
 from .plan import MODEL
-from .provenance import same
+from .provenance import same, walk
 
 EVIDENCE = "EVIDENCE"
 CANDIDATES_SHOWN = 10
-
-
-def _walk(value: Any) -> Iterator[Any]:
-    yield value
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _walk(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _walk(item)
 
 
 def lookup_of(call: ChainCall, value: Any) -> tuple[Evidence, str] | None:
@@ -43,7 +32,7 @@ def lookup_of(call: ChainCall, value: Any) -> tuple[Evidence, str] | None:
         if not record.succeeded:
             continue
         for key, extracted in record.extracts.items():
-            if any(same(value, item) for item in _walk(extracted)):
+            if any(same(value, item) for item in walk(extracted)):
                 return record, key
     return None
 
