@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from pathlib import Path
 
+import pytest
+
 from skillyard import SkillYard
-from skillyard.agent.store import AgentStore
+from skillyard.agent.store import AgentStore, SessionBusy
 from support.agent import runtime as runtime_kit
 from support.agent.memo import IDENTITY, EvModel, MemoAgent, changed
 from support.agent.probes import call, needs_db, say
@@ -45,3 +49,22 @@ async def test_a_nul_in_the_model_arguments_does_not_break_saving(tmp_path: Path
         assert turn.status == "RUNNING" and turn.reply == "没有找到"
         stored = await AgentStore(yard.database).load_session("s-nul")
     assert stored is not None and stored.node_id == turn.node_id
+
+
+async def test_the_session_lock_is_reentrant_in_its_task_only_and_waits_as_told():
+    session = "lock-" + uuid.uuid4().hex[:8]
+    async with SkillYard() as yard:
+        store, other = AgentStore(yard.database), AgentStore(yard.database)
+        async with store.lock(session):
+            async with other.lock(session, wait=False):  # the same task: re-entrant (the service runs send inside)
+                pass
+
+            async def elsewhere(wait: bool | float) -> None:
+                async with other.lock(session, wait=wait):
+                    pass
+
+            with pytest.raises(SessionBusy, match="has a turn running"):
+                await asyncio.create_task(elsewhere(False))  # another task never borrows the lock
+            with pytest.raises(SessionBusy, match=r"for over 0\.3 s"):
+                await asyncio.create_task(elsewhere(0.3))
+        await asyncio.create_task(elsewhere(False))  # released

@@ -115,13 +115,14 @@ async def test_two_serve_processes_share_one_database(db_env, tmp_path):
 
             import asyncpg
 
-            from skillyard.service.locks import LOCK_CLASS
+            from skillyard.agent.store import lock_key
             from support.datatable import asyncpg_dsn
 
             conn = await asyncpg.connect(asyncpg_dsn(db_env))
             try:
                 locked = "locked-" + org
-                assert await conn.fetchval("SELECT pg_try_advisory_lock($1, hashtext($2))", LOCK_CLASS, locked)
+                held = "SELECT pg_try_advisory_lock(hashtextextended($1, 0))"
+                assert await conn.fetchval(held, lock_key(locked))  # the runtime's lock, held by another client
                 for base in (a, b):
                     busy = await http.post(f"{base}/api/agents/notes/sessions/{locked}/messages", headers=auth(alice),
                                            json={"message": MESSAGE})  # fmt: skip

@@ -149,7 +149,7 @@ class Agent:
         identity: Mapping[str, Any] | None = None,
         skill_key: str | None = None,
         *,
-        wait: bool = True,
+        wait: bool | float = True,
     ) -> TurnResult:
         """A user message: reopen the session's node (a suspended one takes it as its REPLY) or start a task.
 
@@ -182,7 +182,7 @@ class Agent:
         edit: Mapping[str, Any] | None = None,
         only: list[str] | None = None,
         approver: Mapping[str, Any] | None = None,
-        wait: bool = True,
+        wait: bool | float = True,
     ) -> TurnResult:
         """Answer the open checkpoint: REPLY (with text), CONFIRM, REJECT, CANCEL, or CHOOSE (text: a candidate id).
 

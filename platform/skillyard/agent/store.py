@@ -9,10 +9,12 @@ SkillYard on the same database loads the same session.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterable
+from contextvars import ContextVar
 from typing import Any
 
 from sqlalchemy import text
@@ -82,14 +84,18 @@ def new_id(prefix: str) -> str:
 
 
 #: How long a turn waits for another turn of its session (another process, an event's resume) to end.
-LOCK_WAIT = "600s"
+LOCK_WAIT_S = 600.0
+#: The session locks the current task holds: (session id, task id). A task started inside a turn (a worker) has
+#: another id, so it never borrows its creator's lock.
+_HELD: ContextVar[frozenset[tuple[str, int]]] = ContextVar("skillyard_agent_session_locks", default=frozenset())
 
 
 class SessionBusy(SkillyardError):
     """Another turn of the session is running (in this process or another); the message says to retry."""
 
 
-def _lock_key(session_id: str) -> str:
+def lock_key(session_id: str) -> str:
+    """The text whose ``hashtextextended(…, 0)`` is the session's advisory lock key."""
     return json.dumps(["agent-session", session_id])
 
 
@@ -118,27 +124,37 @@ class AgentStore:
             return [row[0] for row in result]
 
     @contextlib.asynccontextmanager
-    async def lock(self, session_id: str, *, wait: bool = True) -> AsyncIterator[None]:
+    async def lock(self, session_id: str, *, wait: bool | float = True) -> AsyncIterator[None]:
         """Hold the session's lock (a PostgreSQL advisory lock, so across processes) for one turn: turns of one
-        session never run at once. ``wait=False`` raises :class:`SessionBusy` at once when another turn holds it."""
+        session never run at once. ``wait``: True waits up to :data:`LOCK_WAIT_S`, a number up to that many
+        seconds, False not at all; then :class:`SessionBusy`. Re-entrant within one task: a caller that holds the
+        lock around a turn (the HTTP service, to answer 409 before it records anything) runs ``send`` inside it."""
+        mine = (session_id, id(asyncio.current_task()))
+        held = _HELD.get()
+        if mine in held:
+            yield
+            return
+        seconds = LOCK_WAIT_S if wait is True else float(wait)
         engine = await self.database.engine()
         async with engine.connect() as conn:
-            key = {"key": _lock_key(session_id)}
-            if wait:
-                await conn.execute(text(f"SET lock_timeout = '{LOCK_WAIT}'"))
+            key = {"key": lock_key(session_id)}
+            if seconds > 0:
+                await conn.execute(text(f"SET lock_timeout = '{max(1, int(seconds * 1000))}ms'"))
                 try:
                     await conn.execute(text("SELECT pg_advisory_lock(hashtextextended(:key, 0))"), key)
                 except DBAPIError as exc:  # lock_timeout: asyncpg's LockNotAvailableError, wrapped
                     raise SessionBusy(
-                        f"session {session_id!r} has had a turn running for over {LOCK_WAIT}; try again later"
+                        f"session {session_id!r} has had a turn running for over {seconds:g} s; try again later"
                     ) from exc
             else:
                 taken = await conn.scalar(text("SELECT pg_try_advisory_lock(hashtextextended(:key, 0))"), key)
                 if not taken:
                     raise SessionBusy(f"session {session_id!r} has a turn running; retry when it has ended")
+            token = _HELD.set(held | {mine})
             try:
                 yield
             finally:
+                _HELD.reset(token)
                 await conn.execute(text("SELECT pg_advisory_unlock(hashtextextended(:key, 0))"), key)
                 await conn.commit()
 
@@ -208,7 +224,7 @@ class MemoryAgentStore:
     """The AgentStore interface kept in memory: isolated sub-agents (skill_md skills) leave nothing behind."""
 
     @contextlib.asynccontextmanager
-    async def lock(self, session_id: str, *, wait: bool = True) -> AsyncIterator[None]:
+    async def lock(self, session_id: str, *, wait: bool | float = True) -> AsyncIterator[None]:
         """Nothing to lock: an isolated sub-agent's session is used by one turn only."""
         yield
 

@@ -1,53 +1,29 @@
-"""One PostgreSQL advisory lock per agent session while a turn runs: a second message meanwhile is answered 409
-(from whichever process gets it), so no two processes ever run one node. The lock is held on a connection of its
-own for the turn; a process that dies drops its connection and so its locks."""
+"""The agent session's turn lock, as the service holds it: the runtime's own lock (agent/store.py, one PostgreSQL
+advisory lock per session, so across processes), taken before the turn's progress is recorded so that a second
+message while a turn runs is answered 409 — from whichever process gets it — and no two processes ever run one node.
+The runtime's lock is re-entrant within a task, so the turn the service runs inside it does not wait for itself."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from sqlalchemy import text
-
+from ..agent.store import AgentStore, SessionBusy
 from ..storage.database import Database
 from .errors import ApiError
 
-#: The first key of the two-key advisory lock (the second is the session's hash): the service's own lock class.
-LOCK_CLASS = 0x5E57E  # "serve"
-_TRY = text("SELECT pg_try_advisory_lock(:c, hashtext(:s))")
-_UNLOCK = text("SELECT pg_advisory_unlock(:c, hashtext(:s))")
 RETRY_AFTER_S = 2
-WAIT_POLL_S = 0.5
 
-
-class SessionBusy(Exception):
-    """A turn of this session runs (here or in another process)."""
+__all__ = ["RETRY_AFTER_S", "SessionBusy", "TurnLocks"]
 
 
 class TurnLocks:
     def __init__(self, database: Database) -> None:
-        self.database = database
+        self.store = AgentStore(database)
 
-    @contextlib.asynccontextmanager
-    async def hold(self, session_id: str, *, wait_s: float = 0.0) -> AsyncIterator[None]:
+    def hold(self, session_id: str, *, wait_s: float = 0.0) -> contextlib.AbstractAsyncContextManager[None]:
         """Hold the session's lock for the block; :class:`SessionBusy` when it stays taken for ``wait_s``."""
-        engine = await self.database.engine()
-        async with engine.connect() as conn:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + wait_s
-            while not (await conn.execute(_TRY, {"c": LOCK_CLASS, "s": session_id})).scalar_one():
-                await conn.rollback()
-                if loop.time() >= deadline:
-                    raise SessionBusy(session_id)
-                await asyncio.sleep(WAIT_POLL_S)
-            await conn.commit()  # a session-level lock: it outlives the transaction that took it
-            try:
-                yield
-            finally:
-                with contextlib.suppress(Exception):  # a broken connection released it already
-                    await conn.execute(_UNLOCK, {"c": LOCK_CLASS, "s": session_id})
-                    await conn.commit()
+        return self.store.lock(session_id, wait=wait_s if wait_s > 0 else False)
 
     @contextlib.asynccontextmanager
     async def turn(self, session_id: str) -> AsyncIterator[None]:
