@@ -18,6 +18,7 @@ checkpoint, else DONE, FAILED or CANCELLED.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from collections.abc import Awaitable, Collection, Mapping
@@ -31,6 +32,7 @@ from .binding import PinnedSkills, pin, skill_pin
 from .binding import summary as binding_summary
 from .branches import recovered
 from .builtins import BUILTIN_NAMES, call_builtin, offered_builtins
+from .builtins.node import batch_approval
 from .chain import call_tool, can_verify, idempotency_key, preview_binding, verify_write
 from .chain.summary import build_summary
 from .codes import ErrorCode
@@ -620,19 +622,17 @@ class Agent:
         if kind == CheckpointType.CHOICE and action == ResumeAction.CHOOSE:
             refused = self._choose(ctx, checkpoint, text)
             if refused is not None:
-                return refused if isinstance(refused, TurnResult) else await self._refused(ctx, *refused)
+                return await self._refused(ctx, *refused)
         elif kind in (CheckpointType.FOLLOW_UP, CheckpointType.CHOICE):
             answer_text = text if text is not None else ("确认" if action == ResumeAction.CONFIRM else "")
             if not answer_text.strip():
                 raise AgentError("REPLY needs the user's answer: pass text")
-            ctx.node.answered.append({"question": checkpoint.question, "expected_fields": checkpoint.expected_fields})
             for name in checkpoint.expected_fields:
                 ctx.node.user_fields[name] = answer_text
-            self._reopen_node(ctx)
             # §12: the answer enters the history with its question and the arguments it answers
             fields = "、".join(checkpoint.expected_fields)
             about = f"（回答追问「{checkpoint.question}」" + (f"；对应参数：{fields}" if fields else "") + "）"
-            self._user_says(ctx, answer_text, shown=f"{answer_text}\n{about}")
+            self._answered(ctx, checkpoint, answer_text, about)
         elif kind == CheckpointType.APPROVAL:
             if action == ResumeAction.REPLY:
                 ctx.node.gated = None
@@ -671,14 +671,19 @@ class Agent:
                 f"resume with CHOOSE and one of {valid}, REPLY with free text, or CANCEL",
             )
         field = checkpoint.expected_fields[0]
-        ctx.node.answered.append({"question": checkpoint.question, "expected_fields": checkpoint.expected_fields})
-        ctx.node.user_fields[field] = chosen
-        ctx.node.chosen[field] = chosen
-        self._reopen_node(ctx)
+        ctx.node.user_fields[field] = ctx.node.chosen[field] = chosen
         label = offered[chosen]["label"]
-        about = f"（选择追问「{checkpoint.question}」的候选项：{label}；对应参数：{field}）"
-        self._user_says(ctx, chosen, shown=f"{chosen}\n{about}")
+        self._answered(
+            ctx, checkpoint, chosen, f"（选择追问「{checkpoint.question}」的候选项：{label}；对应参数：{field}）"
+        )
         return None
+
+    def _answered(self, ctx: NodeContext, checkpoint: Checkpoint, answer: str, about: str) -> None:
+        """A follow-up or choice answered: remembered for this turn (FOLLOW_UP_ANSWERED), the node running again,
+        the answer heard (USER provenance) and shown to the model with what it answers."""
+        ctx.node.answered.append({"question": checkpoint.question, "expected_fields": checkpoint.expected_fields})
+        self._reopen_node(ctx)
+        self._user_says(ctx, answer, shown=f"{answer}\n{about}")
 
     async def _approve(
         self, ctx: NodeContext, checkpoint: Checkpoint, answer: Answer
@@ -816,18 +821,10 @@ class Agent:
             )
             return True
         fresh = [
-            GatedWrite(c.tool, args, dict(c.sources), summary, c.idempotency_key, call_id=c.call_id)
+            dataclasses.replace(c, args=args, summary=summary)
             for c, (args, summary) in zip(calls, previews, strict=True)
         ]
-        listed = "\n".join(f"{n}. [{g.call_id}] {g.summary}" for n, g in enumerate(fresh, 1))
-        ctx.node.checkpoint = Checkpoint(
-            CheckpointType.APPROVAL,
-            reason + "\n" + listed,
-            tool=checkpoint.tool,
-            args=dict(fresh[0].args) if len(fresh) == 1 else None,
-            summary=listed,
-            calls=fresh,
-        )
+        ctx.node.checkpoint = batch_approval(reason, fresh)
         return True
 
     async def _cancel(self, ctx: NodeContext, checkpoint: Checkpoint, answer: Answer) -> TurnResult:

@@ -30,6 +30,7 @@ is refused.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..chain.provenance import walk
@@ -293,15 +294,7 @@ async def approval(ctx: NodeContext, args: JsonObject, call: Call) -> Observatio
         )
     summary = text_arg(args, "summary")
     if batch:  # callIds: the checkpoint lists each write; CONFIRM runs them in this order
-        listed = "\n".join(f"{n}. [{g.call_id}] {g.summary}" for n, g in enumerate(batch, 1))
-        ctx.node.checkpoint = Checkpoint(
-            CheckpointType.APPROVAL,
-            f"{summary}\n{listed}" if summary else listed,
-            tool=gated.tool,
-            args=dict(gated.args) if len(batch) == 1 else None,
-            summary=listed,
-            calls=[_copy(g) for g in batch],
-        )
+        ctx.node.checkpoint = batch_approval(summary, batch)
     else:
         question = f"{summary}\n{gated.summary}" if summary else gated.summary
         ctx.node.checkpoint = Checkpoint(
@@ -311,11 +304,19 @@ async def approval(ctx: NodeContext, args: JsonObject, call: Call) -> Observatio
     return call.ok({"status": NodeStatus.SUSPENDED.value, "checkpoint": CheckpointType.APPROVAL.value})
 
 
-def _copy(gated: GatedWrite) -> GatedWrite:
-    return GatedWrite(
-        gated.tool, dict(gated.args), dict(gated.sources), gated.summary, gated.idempotency_key, gated.gated_at,
-        gated.call_id,
-    )  # fmt: skip
+def batch_approval(lead: str, calls: list[GatedWrite]) -> Checkpoint:
+    """A batch APPROVAL: ``lead`` (the model's summary, or why a fresh approval is needed), then each write's
+    numbered summary with its call id; the writes are copied, so the checkpoint keeps what the user saw."""
+    listed = "\n".join(f"{n}. [{g.call_id}] {g.summary}" for n, g in enumerate(calls, 1))
+    copies = [dataclasses.replace(g, args=dict(g.args), sources=dict(g.sources)) for g in calls]
+    return Checkpoint(
+        CheckpointType.APPROVAL,
+        f"{lead}\n{listed}" if lead else listed,
+        tool=calls[-1].tool,
+        args=dict(copies[0].args) if len(copies) == 1 else None,
+        summary=listed,
+        calls=copies,
+    )
 
 
 async def finish(ctx: NodeContext, args: JsonObject, call: Call) -> Observation:
