@@ -4,14 +4,17 @@ envelope) against a bare Starlette endpoint in the same server that calls ``yard
     python bench/bench_serve.py
 
 A server process on 127.0.0.1 (the embedded PostgreSQL in a temporary home), a trivial in-process ``echo`` skill in
-the bench's own folder; 5,000 requests per endpoint from 50 concurrent clients (httpx, keep-alive), interleaved in
-rounds. Target: API throughput / bare throughput >= 0.8, zero errors; p99 latency printed.
+the bench's own folder; 5,000 requests per endpoint from 50 concurrent clients (httpx, keep-alive), in paired
+rounds (the order alternates). The clients share the machine with the server, so one round's ratio moves with
+whatever else runs: the verdict is the median of the rounds' ratios. Target: API throughput / bare throughput
+>= 0.8, zero errors; p99 latency printed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -21,7 +24,7 @@ from _common import isolate, verdict
 TMP, BASE = isolate("serve")
 REQUESTS = 5000
 CLIENTS = 50
-ROUNDS = 2
+ROUNDS = 3
 TARGET = 0.8
 SKILLS = BASE / "skills"
 HANDLER = "async def execute(input, ctx):\n    return {'echo': input['text']}\n"
@@ -114,18 +117,25 @@ async def main() -> int:
         bare = {"url": f"{base}/bench/bare/echo", "headers": {}}
         await load(api["url"], api["headers"])  # warm-up: imports, pools, caches
         best: dict[str, tuple[float, list[float], int]] = {}
-        for _ in range(ROUNDS):
-            for name, target in (("api", api), ("bare", bare)):
+        ratios: list[float] = []
+        errors = 0
+        for round_ in range(ROUNDS):
+            order = (("api", api), ("bare", bare)) if round_ % 2 == 0 else (("bare", bare), ("api", api))
+            rates: dict[str, float] = {}
+            for name, target in order:
                 result = await load(target["url"], target["headers"])
+                rates[name] = result[0]
+                errors += result[2]
                 if name not in best or result[0] > best[name][0]:
                     best[name] = result
-        errors = best["api"][2] + best["bare"][2]
+            ratios.append(rates["api"] / rates["bare"])
         for name in ("api", "bare"):
             rate, latencies, errs = best[name]
             print(f"{name:5} {rate:8.0f} req/s  p50 {sorted(latencies)[len(latencies) // 2] * 1000:6.1f} ms  "
-                  f"p99 {p99(latencies) * 1000:6.1f} ms  errors {errs}")  # fmt: skip
-        ratio = best["api"][0] / best["bare"][0]
-        print(f"API / bare throughput: {ratio:.2f} (target >= {TARGET}), errors: {errors}: "
+                  f"p99 {p99(latencies) * 1000:6.1f} ms  errors {errs}  (best round)")  # fmt: skip
+        ratio = statistics.median(ratios)
+        print(f"rounds' ratios: {', '.join(f'{r:.2f}' for r in ratios)}")
+        print(f"API / bare throughput (median): {ratio:.2f} (target >= {TARGET}), errors: {errors}: "
               f"{verdict(ratio >= TARGET and errors == 0)}")  # fmt: skip
         return 1 if errors else 0
     finally:

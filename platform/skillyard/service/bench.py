@@ -22,4 +22,5 @@ def add_bare_endpoint(app: FastAPI, yard: SkillYard) -> None:
         envelope = await yard.run(request.path_params["name"], body.get("input") or {}, {"session_id": "bench"})
         return Response(json.dumps(envelope, default=str), media_type="application/json")
 
-    app.router.routes.append(Route("/bench/bare/{name}", bare, methods=["POST"]))
+    # first in the table: the baseline pays no matching against the API routes
+    app.router.routes.insert(0, Route("/bench/bare/{name}", bare, methods=["POST"]))
