@@ -31,16 +31,17 @@ log = masked_logger("skillyard.service.hooks")
 #: How long a message waits for a running turn of its session (the platform retried long before).
 LOCK_WAIT_S = 300.0
 MAX_FILE_BYTES = 50 * 1024 * 1024
-#: The agents of a serving process, by yard: its jobs use the same loaded agents, locks and progress events.
-_AGENTS: weakref.WeakKeyDictionary[Any, Agents] = weakref.WeakKeyDictionary()
+#: The agents of a serving process, by yard and model: its jobs use the same loaded agents, locks and progress events.
+_AGENTS: weakref.WeakKeyDictionary[Any, dict[str | None, Agents]] = weakref.WeakKeyDictionary()
 
 
 def share_agents(yard: SkillYard, agents: Agents) -> None:
-    _AGENTS[yard] = agents
+    _AGENTS.setdefault(yard, {})[agents.model] = agents
 
 
-def _agents(yard: SkillYard, settings: ServiceSettings) -> Agents:
-    found = _AGENTS.get(yard)
+def _agents(yard: SkillYard, settings: ServiceSettings, model: str | None) -> Agents:
+    by_model = _AGENTS.setdefault(yard, {})
+    found = by_model.get(model)
     if found is None:  # a `skillyard worker` running a job it recovered
         from ..agents import Agents
         from ..bus import Bus
@@ -54,9 +55,9 @@ def _agents(yard: SkillYard, settings: ServiceSettings) -> Agents:
             TurnLocks(yard.database),
             TurnEvents(yard.database, Bus(yard)),
             agents_dir=settings.agents_dir,
-            model=settings.model,
+            model=model,
         )
-        _AGENTS[yard] = found
+        by_model[model] = found
     return found
 
 
@@ -73,25 +74,47 @@ def session_of(binding: Binding, message: Inbound) -> str:
     return f"{binding.name}-p-{_digest(message.sender)}"
 
 
-async def process_inbound(yard: SkillYard, binding: str, event_id: str) -> None:
-    """The job: one stored inbound message, processed once."""
+def job_arguments(binding: str, event_id: str, agent: str, model: str | None) -> dict[str, Any]:
+    """What the job of an inbound message needs, and nothing secret: the ids of its stored message, and the agent
+    folder (or stored agent's code) and model spec the accepting process answers with, which a worker that
+    recovers the job knows of no other way (``serve --agent`` and ``--model`` are that process's own)."""
+    return {"binding": binding, "event_id": event_id, "agent": agent, "model": model}
+
+
+async def process_inbound(
+    yard: SkillYard, binding: str, event_id: str, agent: str | None = None, model: str | None = None
+) -> None:
+    """The job: one stored inbound message, answered once. The message leaves its row only under the session's
+    turn lock, right before it is answered: a process that dies before then (waiting for a turn of the session,
+    say) leaves it to the retry that a worker's stalled-job recovery makes."""
     settings = ServiceSettings.load(yard.settings.home)
     bound = settings.bindings.get(binding)
     if bound is None:
         log.warning("inbound event %s of binding %r dropped: the binding is no longer configured", event_id, binding)
         return
-    stored = await dedup.take_message(yard.database, binding, event_id)
+    stored = await dedup.stored_message(yard.database, binding, event_id)
     if stored is None:
-        return  # taken by an earlier attempt
+        return  # answered by an earlier attempt
     message = Inbound.from_json(stored)
-    configs = dict(await yard.configs.get(bound.role_id, CREDENTIALS_SKILL))
-    secrets = [str(v) for v in configs.values() if v]
-    with mask_secrets(secrets):
-        await _process(yard, settings, bound, message, configs)
+    agents = _agents(yard, settings, model or settings.model)
+    session_id = session_of(bound, message)
+    async with agents.locks.hold(session_id, wait_s=LOCK_WAIT_S):
+        if await dedup.take_message(yard.database, binding, event_id) is None:
+            return  # another attempt took it while this one waited
+        configs = dict(await yard.configs.get(bound.role_id, CREDENTIALS_SKILL))
+        secrets = [str(v) for v in configs.values() if v]
+        with mask_secrets(secrets):
+            await _process(yard, agents, agent or bound.agent, bound, message, configs, session_id)
 
 
 async def _process(
-    yard: SkillYard, settings: ServiceSettings, bound: Binding, message: Inbound, configs: dict[str, Any]
+    yard: SkillYard,
+    agents: Agents,
+    agent_spec: str,
+    bound: Binding,
+    message: Inbound,
+    configs: dict[str, Any],
+    session_id: str,
 ) -> None:
     if bound.channel == "telegram" and message.group and not await _mentions_bot(yard, message, configs):
         return
@@ -102,14 +125,12 @@ async def _process(
                 log.info("inbound message of %s answered pending record %s: %s", bound.name, matched["id"],
                          matched.get("outcome"))  # fmt: skip
                 return
-    session_id = session_of(bound, message)
     principal = _principal(bound, message)
     identity = dict(principal.caller.context)
     if bound.channel != "web":
         identity = dict(await yard.directory.fill(identity))
         principal = Principal(principal.name, Caller(principal.owner, identity), bound.org_id, bound.role_id, False)
-    agents = _agents(yard, settings)
-    agent = await agents.by_spec(bound.agent)
+    agent = await agents.by_spec(agent_spec)
     await agents.owners.claim(session_id, principal)
     paths = await _download(yard, bound, message, configs, session_id)
     if paths:
