@@ -3,16 +3,19 @@
 ``wecom_corp_id`` / ``wecom_corp_secret`` give an access token (cached until it expires, fetched once more on an
 expired-token answer), ``wecom_agent_id`` names the application. Recipients: ``<userid>`` or ``party:<id>``.
 Files are uploaded as temporary media first. WeCom answers HTTP 200 with ``errcode``; a send that reaches nobody
-lists the ids in ``invaliduser`` / ``invalidparty``.
+lists the ids in ``invaliduser`` / ``invalidparty``. An inbound message's image or file is fetched from
+``/cgi-bin/media/get`` by its ``MediaId`` (an image without one from its ``PicUrl``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlencode
 
 from ..hookspecs import hookimpl
-from .adapter import MB, ChannelError, ChatChannel, OutgoingFile, SendContext
+from .adapter import MB, ChannelError, ChatChannel, FileDownload, OutgoingFile, SendContext
 from .http_api import TokenCache, request_json
 
 DEFAULT_BASE = "https://qyapi.weixin.qq.com"
@@ -53,8 +56,11 @@ class WecomChannel(ChatChannel):
             raise _error(int(answer.get("errcode") or 0), str(answer.get("errmsg") or "no token"))
         return str(answer["access_token"]), float(answer.get("expires_in") or 7200)
 
+    def _key(self, ctx: SendContext) -> tuple[str, ...]:
+        return (ctx.api_base(DEFAULT_BASE), ctx.require("corp_id"), ctx.require("corp_secret"))
+
     async def _call(self, ctx: SendContext, path: str, **kwargs: Any) -> dict[str, Any]:
-        key = (ctx.api_base(DEFAULT_BASE), ctx.require("corp_id"), ctx.require("corp_secret"))
+        key = self._key(ctx)
         params = dict(kwargs.pop("params", {}))
         for attempt in range(2):
             params["access_token"] = await self.tokens.get(key, lambda: self._fetch_token(ctx))
@@ -101,6 +107,15 @@ class WecomChannel(ChatChannel):
 
     async def send_file(self, recipient: str, item: OutgoingFile, ctx: SendContext) -> str | None:
         return await self._media(recipient, item, ctx, "file")
+
+    async def inbound_file(self, item: Mapping[str, Any], ctx: SendContext) -> FileDownload:
+        """Temporary media by id with the access token (WeCom answers a refusal with HTTP 200 and an errcode);
+        an image that came with only a ``PicUrl`` from that URL, which takes no token."""
+        if not item.get("media_id"):
+            return FileDownload(str(item.get("url") or ""))
+        token = await self.tokens.get(self._key(ctx), lambda: self._fetch_token(ctx))
+        query = urlencode({"access_token": token, "media_id": str(item["media_id"])})
+        return FileDownload(f"{ctx.api_base(DEFAULT_BASE)}/cgi-bin/media/get?{query}", json_is_error=True)
 
 
 @hookimpl

@@ -1,9 +1,11 @@
-"""The queued job of one inbound message: the sender becomes a person through the identity directory, a pending
-record it answers is driven (§9.2), otherwise the message and its files (§4.7 attachments) go to the binding's
-agent with ``reply_to`` set, and the reply goes back through the channel's adapter.
+"""The queued job of one inbound message: a group message that does not mention the bot is dropped, the sender
+becomes a person through the identity directory, a pending record it answers is driven (§9.2), otherwise the
+message and its files (§4.7 attachments, :mod:`.files`) go to the binding's agent with ``reply_to`` set, and the
+reply goes back through the channel's adapter.
 
-Group chats are one session per chat, direct messages one per person. The job's arguments are the binding and the
-event id; the message waits in the hook-events row until the job takes it.
+Group chats are one session per chat, direct messages one per person. The job's arguments are the binding, the
+event id and what the accepting process answers with (:func:`job_arguments`); the message waits in the hook-events
+row until the job takes it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...channels.adapter import CREDENTIALS_SKILL, OutgoingMessage
+from ...channels.adapter import CREDENTIALS_SKILL, ChannelError, ChatChannel, OutgoingMessage, SendContext
 from ...channels.address import Address
 from ...credentials import mask_secrets, masked_logger
 from ...mcp.session import Caller
@@ -21,6 +23,7 @@ from ..auth import Principal
 from ..display import turn_text
 from ..settings import Binding, ServiceSettings
 from . import dedup
+from .files import fetch_inbound_files
 from .inbound import Inbound
 
 if TYPE_CHECKING:
@@ -30,7 +33,6 @@ if TYPE_CHECKING:
 log = masked_logger("skillyard.service.hooks")
 #: How long a message waits for a running turn of its session (the platform retried long before).
 LOCK_WAIT_S = 300.0
-MAX_FILE_BYTES = 50 * 1024 * 1024
 #: The agents of a serving process, by yard and model: its jobs use the same loaded agents, locks and progress events.
 _AGENTS: weakref.WeakKeyDictionary[Any, dict[str | None, Agents]] = weakref.WeakKeyDictionary()
 
@@ -116,7 +118,13 @@ async def _process(
     configs: dict[str, Any],
     session_id: str,
 ) -> None:
-    if bound.channel == "telegram" and message.group and not await _mentions_bot(yard, message, configs):
+    adapter = yard.channels.adapter(bound.channel)
+    if adapter is None:
+        log.warning("inbound event %s of binding %r dropped: no %s channel is registered", message.event_id,
+                    bound.name, bound.channel)  # fmt: skip
+        return
+    ctx = SendContext(bound.channel, configs, yard.channels.http(), yard, bound.org_id, bound.role_id)
+    if message.group and not await _mentions_bot(adapter, message, ctx):
         return
     if bound.channel != "web":
         for sender in dict.fromkeys([message.sender, message.chat]):
@@ -132,15 +140,12 @@ async def _process(
         principal = Principal(principal.name, Caller(principal.owner, identity), bound.org_id, bound.role_id, False)
     agent = await agents.by_spec(agent_spec)
     await agents.owners.claim(session_id, principal)
-    paths = await _download(yard, bound, message, configs, session_id)
-    if paths:
-        await yard.attach(session_id, paths)
     reply_to = f"{bound.channel}:{message.chat}"
     turn = await agents.send(
         agent.profile.agent_code,
         session_id,
         principal,
-        message.text or "(files)",
+        await _agent_message(yard, adapter, message, ctx, session_id),
         {"channel": bound.channel, "reply_to": reply_to},
         wait_s=LOCK_WAIT_S,
     )
@@ -161,6 +166,20 @@ async def _process(
     )
     if not outcome.ok:
         log.warning("the reply to %s could not be sent: %s", reply_to, outcome.error)
+
+
+async def _agent_message(
+    yard: SkillYard, adapter: ChatChannel, message: Inbound, ctx: SendContext, session_id: str
+) -> str:
+    """What the agent is told: the message's text and a note for each file that could not be fetched; the files
+    that could are attachments of the session (§4.7) by then."""
+    if not message.files:
+        return message.text
+    workspace = Path(yard.workspace(session_id))
+    fetched = await fetch_inbound_files(adapter, message, ctx, workspace, yard.settings.max_download_bytes)
+    if fetched.paths:
+        await yard.attach(session_id, fetched.paths)
+    return "\n\n".join(part for part in (message.text, "\n".join(fetched.notes)) if part) or "(files)"
 
 
 def _principal(bound: Binding, message: Inbound) -> Principal:
@@ -185,48 +204,11 @@ def _principal(bound: Binding, message: Inbound) -> Principal:
     return Principal(f"binding:{bound.name}", Caller(owner, identity), bound.org_id, bound.role_id, False)
 
 
-async def _mentions_bot(yard: SkillYard, message: Inbound, configs: dict[str, Any]) -> bool:
-    """A Telegram group message counts when one of its mentions is this bot (its username from getMe)."""
-    token = str(configs.get("telegram_bot_token") or "")
-    base = str(configs.get("telegram_api_base") or "https://api.telegram.org").rstrip("/")
-    mentions = {str(m).lower() for m in message.extra.get("mentions") or []}
-    if not token or not mentions:
+async def _mentions_bot(adapter: ChatChannel, message: Inbound, ctx: SendContext) -> bool:
+    """A group message counts when it mentions the bot, as the channel's adapter tells; when it cannot tell (the
+    bot's own id could not be fetched), the message is dropped with a log line."""
+    try:
+        return await adapter.mentions_bot(list(message.extra.get("mentions") or []), ctx)
+    except ChannelError as exc:
+        log.warning("a %s group message was dropped: whether it mentions the bot is unknown (%s)", ctx.channel, exc)
         return False
-    answer = await yard.channels.http().get(f"{base}/bot{token}/getMe")
-    username = str(((answer.json() or {}).get("result") or {}).get("username") or "") if answer.is_success else ""
-    return bool(username) and f"@{username.lower()}" in mentions
-
-
-async def _download(
-    yard: SkillYard, bound: Binding, message: Inbound, configs: dict[str, Any], session_id: str
-) -> list[Path]:
-    """The message's files in the session's workspace (Telegram and Slack; the other channels' files are named in
-    the log and not fetched)."""
-    if not message.files:
-        return []
-    folder = Path(yard.workspace(session_id)) / "inbound"
-    folder.mkdir(parents=True, exist_ok=True)
-    http = yard.channels.http()
-    paths = []
-    for item in message.files[:10]:
-        url, headers = None, {}
-        if bound.channel == "telegram":
-            token = str(configs.get("telegram_bot_token") or "")
-            base = str(configs.get("telegram_api_base") or "https://api.telegram.org").rstrip("/")
-            answer = await http.get(f"{base}/bot{token}/getFile", params={"file_id": item["file_id"]})
-            file_path = ((answer.json() or {}).get("result") or {}).get("file_path") if answer.is_success else None
-            url = f"{base}/file/bot{token}/{file_path}" if file_path else None
-        elif bound.channel == "slack":
-            url, headers = item.get("url"), {"Authorization": f"Bearer {configs.get('slack_bot_token') or ''}"}
-        if not url:
-            log.info("file %s of a %s message was not fetched", item.get("filename"), bound.channel)
-            continue
-        response = await http.get(url, headers=headers)
-        if not response.is_success or len(response.content) > MAX_FILE_BYTES:
-            log.warning("file %s of a %s message could not be fetched", item.get("filename"), bound.channel)
-            continue
-        name = Path(str(item.get("filename") or "file")).name or "file"
-        target = folder / f"{message.event_id[:40]}-{name}".replace("/", "_")
-        target.write_bytes(response.content)
-        paths.append(target)
-    return paths
