@@ -83,6 +83,8 @@ class FileDownload:
     headers: Mapping[str, str] = field(default_factory=dict)
     #: The API answers a refused download with a 2xx JSON error body instead of the file (WeCom's media/get).
     json_is_error: bool = False
+    #: Credentials in the URL or headers that are no config (a fetched access token): masked in log lines meanwhile.
+    secrets: tuple[str, ...] = ()
 
 
 @dataclass

@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..credentials import mask_secrets
 from ..hookspecs import hookimpl
 from .adapter import MB, ChannelError, ChatChannel, FileDownload, OutgoingFile, SendContext
 from .http_api import TokenCache, request_json, status_error
@@ -106,14 +107,15 @@ class DingtalkChannel(ChatChannel):
         content = await item.content()
         for attempt in range(2):
             token = await self.tokens.get(self._key(ctx), lambda: self._fetch_token(ctx))
-            status, answer = await request_json(
-                "dingtalk",
-                ctx.http.post(
-                    f"{base}/media/upload",
-                    params={"access_token": token, "type": kind},
-                    files={"media": (item.filename, content)},
-                ),
-            )
+            with mask_secrets([token]):  # httpx logs the URL, and the token is in its query
+                status, answer = await request_json(
+                    "dingtalk",
+                    ctx.http.post(
+                        f"{base}/media/upload",
+                        params={"access_token": token, "type": kind},
+                        files={"media": (item.filename, content)},
+                    ),
+                )
             code = int(answer.get("errcode") or 0)
             if code in (40014, 42001) and attempt == 0:
                 self.tokens.forget(self._key(ctx), token)

@@ -135,7 +135,8 @@ class FeishuChannel(ChatChannel):
         message_id, key = (quote(str(item.get(k) or ""), safe="") for k in ("message_id", "key"))
         kind = "image" if item.get("type") == "image" else "file"
         url = f"{ctx.api_base(DEFAULT_BASE)}/open-apis/im/v1/messages/{message_id}/resources/{key}?type={kind}"
-        return FileDownload(url, {"Authorization": f"Bearer {await self._token(ctx)}"})
+        token = await self._token(ctx)
+        return FileDownload(url, {"Authorization": f"Bearer {token}"}, secrets=(token,))
 
     async def mentions_bot(self, mentions: Sequence[str], ctx: SendContext) -> bool:
         """One of the open_ids a group message mentions is the bot's: ``feishu_bot_open_id`` when set (no call),

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+from ..credentials import mask_secrets
 from ..hookspecs import hookimpl
 from .adapter import MB, ChannelError, ChatChannel, FileDownload, OutgoingFile, SendContext
 from .http_api import TokenCache, request_json
@@ -65,7 +66,8 @@ class WecomChannel(ChatChannel):
         for attempt in range(2):
             params["access_token"] = await self.tokens.get(key, lambda: self._fetch_token(ctx))
             url = f"{ctx.api_base(DEFAULT_BASE)}/cgi-bin{path}"
-            _, answer = await request_json("wecom", ctx.http.post(url, params=params, **kwargs))
+            with mask_secrets([params["access_token"]]):  # httpx logs the URL, and the token is in its query
+                _, answer = await request_json("wecom", ctx.http.post(url, params=params, **kwargs))
             code = int(answer.get("errcode") or 0)
             if code in _TOKEN_CODES and attempt == 0:
                 self.tokens.forget(key, params["access_token"])
@@ -115,7 +117,8 @@ class WecomChannel(ChatChannel):
             return FileDownload(str(item.get("url") or ""))
         token = await self.tokens.get(self._key(ctx), lambda: self._fetch_token(ctx))
         query = urlencode({"access_token": token, "media_id": str(item["media_id"])})
-        return FileDownload(f"{ctx.api_base(DEFAULT_BASE)}/cgi-bin/media/get?{query}", json_is_error=True)
+        url = f"{ctx.api_base(DEFAULT_BASE)}/cgi-bin/media/get?{query}"
+        return FileDownload(url, json_is_error=True, secrets=(token,))
 
 
 @hookimpl

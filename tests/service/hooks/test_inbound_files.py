@@ -5,6 +5,7 @@ agent without a secret in it, and the message is still answered."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from pathlib import Path
 
@@ -113,7 +114,8 @@ async def test_a_file_feishu_refuses_is_a_note_to_the_agent(hooked, feishu):
     assert await _attachments(hooked, session) == {}
 
 
-async def test_wecom_images_by_media_id_or_pic_url_and_a_refused_file(hooked, wecom):
+async def test_wecom_images_by_media_id_or_pic_url_and_a_refused_file(hooked, wecom, caplog):
+    caplog.set_level(logging.INFO, logger="httpx")  # httpx logs each request's URL, the access token in its query
     wecom.files |= {"MEDIA_IMG": (PNG, "image/jpeg"), "pic1.jpg": (PNG, "image/jpeg")}
     users = [f"user{uuid.uuid4().hex[:8]}" for _ in range(3)]
     ids = [str(uuid.uuid4().int % 10**12) for _ in range(3)]  # MsgIds: events seen stay in the shared database
@@ -132,6 +134,8 @@ async def test_wecom_images_by_media_id_or_pic_url_and_a_refused_file(hooked, we
     said = await _said(hooked, _session(hooked, "wecom1", users[2]))
     assert "周报.xlsx" in said and "wecom refused it (errcode 40007: invalid media_id)" in said
     _no_secret_in(said, wecom)
+    assert "/cgi-bin/media/get?access_token=***" in caplog.text
+    _no_secret_in(caplog.text, wecom)
 
 
 async def test_dingtalk_pictures_files_and_rich_text(hooked, dingtalk):

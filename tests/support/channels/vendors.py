@@ -7,6 +7,7 @@ Each knows one good credential, one unknown recipient (``*_UNKNOWN``) and can ex
 from __future__ import annotations
 
 import itertools
+import uuid
 from typing import Any
 
 from .fake_api import FakeApi, Request
@@ -19,7 +20,8 @@ def _file(content: tuple[bytes, str]) -> Answer:
 
 
 class _Tokens(FakeApi):
-    """A fake whose token endpoint hands out numbered tokens; only the newest one is valid."""
+    """A fake whose token endpoint hands out numbered tokens as long as real ones (so they are masked in logs);
+    only the newest one is valid."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -30,7 +32,7 @@ class _Tokens(FakeApi):
 
     def issue(self) -> str:
         self.issued += 1
-        self.valid = f"tok-{next(self._numbers)}"
+        self.valid = f"tok-{next(self._numbers)}-{uuid.uuid4().hex}"
         return self.valid
 
     def expire_token(self) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ...channels.adapter import ChannelError, ChatChannel, FileDownload, SendContext
-from ...credentials import current_masker, masked_logger
+from ...credentials import current_masker, mask_secrets, masked_logger
 from ...outputs.materialize import safe_basename
 from ...outputs.safe_write import TooLarge, describe_size, safe_stream
 from .inbound import Inbound
@@ -75,7 +75,8 @@ async def _fetch(
     try:
         async with asyncio.timeout(DOWNLOAD_TIMEOUT_S):
             download = await adapter.inbound_file(item, ctx)
-            return await _save(ctx, download, workspace, name, max_bytes)
+            with mask_secrets(download.secrets):
+                return await _save(ctx, download, workspace, name, max_bytes)
     except (ChannelError, DownloadRefused) as exc:
         return str(exc)
     except (TimeoutError, httpx.TimeoutException):
