@@ -56,3 +56,15 @@ async def test_errors_map_onto_the_envelope(host, dingtalk):
     await _configure(host, dingtalk, secret="wrong")
     bad = await host.send(to="dingtalk:user01", message="hi")
     assert bad["error_type"] == "config" and bad["non_retriable"] is True
+
+
+async def test_a_group_recipient_goes_through_the_robots_group_send(host, dingtalk):
+    await _configure(host, dingtalk)
+    result = await host.send(to=["dingtalk:group:cidAbC+/1==", f"dingtalk:group:{FakeDingtalk.UNKNOWN_GROUP}"],
+                             message="**周报**", format="markdown")  # fmt: skip
+    assert result["delivered"] == ["dingtalk:group:cidAbC+/1=="]
+    assert result["failed"][0]["error_type"] == "recoverable" and "resource.not.found" in result["failed"][0]["error"]
+    sent = dingtalk.sent("/groupMessages/send")
+    assert sorted(s.json["openConversationId"] for s in sent) == ["cidAbC+/1==", FakeDingtalk.UNKNOWN_GROUP]
+    assert all(s.json["robotCode"] == FakeDingtalk.ROBOT and s.json["msgKey"] == "sampleMarkdown" for s in sent)
+    assert dingtalk.sent("/batchSend") == []

@@ -4,7 +4,6 @@ sessions, config changes (LISTEN/NOTIFY), rate-limit windows and turn locks."""
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import uuid
@@ -13,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.service import free_socket, write_echo
+from support.service import serve_process, write_echo
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MESSAGE = "把标题为季度总结的笔记保存下来：收入增长 12%"
@@ -29,28 +28,9 @@ async def _cli(*args: str) -> str:
 
 
 async def _serve(skills: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    sock = free_socket()
-    port = sock.getsockname()[1]
-    sock.close()
-    env = {**os.environ, "SKILLYARD_SERVICE_RATE_LIMIT": "20"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "skillyard", "serve", "--port", str(port), "--skills-dir", str(skills),
-         "--agent", str(EXAMPLES / "agents" / "notes"), "--model", f"script:{EXAMPLES}/agents/notes/demo.yaml"],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env=env,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    async with httpx.AsyncClient() as client:
-        for _ in range(600):
-            try:
-                if (await client.get(f"{base}/openapi.json", timeout=1)).status_code == 200:
-                    return process, base
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None:
-                break
-            await asyncio.sleep(0.1)
-    process.kill()
-    pytest.fail(f"serve did not start: {log.read_text()}")
+    agent, model = str(EXAMPLES / "agents" / "notes"), f"script:{EXAMPLES}/agents/notes/demo.yaml"
+    options = ("--skills-dir", str(skills), "--agent", agent, "--model", model)
+    return await serve_process(log, *options, env={"SKILLYARD_SERVICE_RATE_LIMIT": "20"})
 
 
 async def _eventually(check, timeout: float = 10.0):

@@ -1,11 +1,14 @@
 """A real ``skillyard serve`` app on 127.0.0.1 for the service tests: uvicorn in the test's event loop on a free
-port, tokens made through the token store, and an httpx client per token."""
+port, tokens made through the token store, and an httpx client per token; or a ``skillyard serve`` process."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -76,6 +79,36 @@ async def serving(yard: SkillYard, **options: Any) -> AsyncIterator[Served]:
         server.should_exit = True
         await asyncio.wait_for(task, 30)
         sock.close()
+
+
+async def serve_process(
+    log: Path, *options: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A ``skillyard serve --port … OPTIONS`` process on a free port of 127.0.0.1 (output in ``log``), once it
+    answers; its base URL. The caller stops it."""
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "skillyard", "serve", "--port", str(port), *options],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
+    )
+    base = f"http://127.0.0.1:{port}"
+    async with httpx.AsyncClient() as client:
+        for _ in range(600):
+            try:
+                if (await client.get(f"{base}/openapi.json", timeout=1)).status_code == 200:
+                    return process, base
+            except httpx.HTTPError:
+                pass
+            if process.poll() is not None:
+                break
+            await asyncio.sleep(0.1)
+    process.kill()
+    process.wait()
+    raise RuntimeError(f"serve did not start: {log.read_text()}")
 
 
 def write_echo(root: Path, name: str = "echo") -> Path:

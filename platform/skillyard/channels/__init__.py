@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .adapter import ChannelError, ChatChannel, OutgoingFile, OutgoingMessage, SendContext, WholeMessageChannel
+    from .adapter import (
+        ChannelError,
+        ChatChannel,
+        FileDownload,
+        OutgoingFile,
+        OutgoingMessage,
+        SendContext,
+        WholeMessageChannel,
+    )
     from .address import Address, AddressError, parse_address
     from .outgoing import AttachError, attach_files
     from .pending import ExpectReply, ExpectReplyError
@@ -24,6 +32,7 @@ _EXPORTS = {
     "ChatChannel": ".adapter",
     "WholeMessageChannel": ".adapter",
     "ExpectReply": ".pending",
+    "FileDownload": ".adapter",
     "ExpectReplyError": ".pending",
     "OutgoingFile": ".adapter",
     "OutgoingMessage": ".adapter",
@@ -39,6 +48,7 @@ __all__ = [
     "ChatChannel",
     "ExpectReply",
     "ExpectReplyError",
+    "FileDownload",
     "OutgoingFile",
     "OutgoingMessage",
     "SendContext",

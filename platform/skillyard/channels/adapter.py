@@ -2,7 +2,10 @@
 
 Adapters subclass :class:`ChatChannel` and implement ``send_text`` plus the media they support; the base class sends
 one message (its text, then each file by media: §6.3's ``send_image`` / ``send_video`` / ``send_file``) to one
-recipient. Every failure an adapter reports is a :class:`ChannelError` carrying the envelope's ``error_type``.
+recipient. Channels with inbound webhooks also say where an inbound message's file is fetched
+(:meth:`ChatChannel.inbound_file`) and whether a group message mentions the bot (:meth:`ChatChannel.mentions_bot`),
+with the same API base and cached tokens as their sends. Every failure an adapter reports is a
+:class:`ChannelError` carrying the envelope's ``error_type``.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -71,9 +74,23 @@ class OutgoingMessage:
     files: tuple[OutgoingFile, ...] = ()
 
 
+@dataclass(frozen=True)
+class FileDownload:
+    """The one GET that fetches a file of an inbound message, as the adapter resolved the channel's descriptor
+    (its URL or headers may hold a token: they are never logged or shown)."""
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    #: The API answers a refused download with a 2xx JSON error body instead of the file (WeCom's media/get).
+    json_is_error: bool = False
+    #: Credentials in the URL or headers that are no config (a fetched access token): masked in log lines meanwhile.
+    secrets: tuple[str, ...] = ()
+
+
 @dataclass
 class SendContext:
-    """What an adapter may use for one send: the role's channel configs, the shared HTTP client, the host."""
+    """What an adapter may use for one send (or one inbound file or bot lookup): the role's channel configs, the
+    shared HTTP client, the host."""
 
     channel: str
     configs: Mapping[str, Any]
@@ -154,6 +171,16 @@ class ChatChannel(ABC):
 
     async def send_file(self, recipient: str, item: OutgoingFile, ctx: SendContext) -> str | None:
         raise ChannelError.bad_recipient(f"the {self.name} channel cannot send files; send text only")
+
+    async def inbound_file(self, item: Mapping[str, Any], ctx: SendContext) -> FileDownload:
+        """Where a file of an inbound message is fetched; ``item`` is the descriptor the channel's webhook parser
+        kept (ids and a file name, never content)."""
+        raise ChannelError.bad_recipient(f"the {self.name} channel does not fetch the files of inbound messages")
+
+    async def mentions_bot(self, mentions: Sequence[str], ctx: SendContext) -> bool:
+        """Whether a group message's ``mentions`` (as its webhook parser kept them) include this bot. By default
+        the parser has decided already (Slack's ``app_mention``, DingTalk's ``isInAtList`` say it is the bot)."""
+        return True
 
 
 class WholeMessageChannel(ChatChannel):

@@ -2,18 +2,22 @@
 
 A tenant access token is fetched from ``feishu_app_id`` / ``feishu_app_secret``, cached until it expires and fetched
 once more when Feishu calls it expired or invalid. Recipients: ``ou_…`` (open_id), ``oc_…`` (chat_id), ``on_…``
-(union_id). Images go through ``/im/v1/images``, other files through ``/im/v1/files``.
+(union_id). Images go through ``/im/v1/images``, other files through ``/im/v1/files``. An inbound message's image or
+file is fetched from the message's resources (``/im/v1/messages/{id}/resources/{key}``); a group message counts when
+it mentions the bot's own open_id (``feishu_bot_open_id``, else ``/bot/v3/info``, cached per app).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from ..hookspecs import hookimpl
-from .adapter import MB, ChannelError, ChatChannel, OutgoingFile, SendContext
-from .http_api import TokenCache, request_json, status_error
+from .adapter import MB, ChannelError, ChatChannel, FileDownload, OutgoingFile, SendContext
+from .http_api import BOT_ID_S, TokenCache, request_json, status_error
 
 DEFAULT_BASE = "https://open.feishu.cn"
 _ID_TYPES = {"ou_": "open_id", "oc_": "chat_id", "on_": "union_id"}
@@ -50,6 +54,7 @@ class FeishuChannel(ChatChannel):
 
     def __init__(self) -> None:
         self.tokens = TokenCache()
+        self.bot_open_ids = TokenCache()
 
     def _token_key(self, ctx: SendContext) -> tuple[str, ...]:
         return (ctx.api_base(DEFAULT_BASE), ctx.require("app_id"), ctx.require("app_secret"))
@@ -64,11 +69,20 @@ class FeishuChannel(ChatChannel):
             raise _error(int(answer.get("code") or 0), str(answer.get("msg") or "no token"), status)
         return str(answer["tenant_access_token"]), float(answer.get("expire") or 7200)
 
+    async def _token(self, ctx: SendContext) -> str:
+        return await self.tokens.get(self._token_key(ctx), lambda: self._fetch_token(ctx))
+
     async def _call(self, ctx: SendContext, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        """One Open API call with the tenant token; an expired token is fetched anew and the call made once more."""
+        """One Open API call's ``data``."""
+        data = (await self._answer(ctx, method, path, **kwargs)).get("data")
+        return data if isinstance(data, dict) else {}
+
+    async def _answer(self, ctx: SendContext, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """One Open API call with the tenant token, its whole answer; an expired token is fetched anew and the call
+        made once more."""
         key = self._token_key(ctx)
         for attempt in range(2):
-            token = await self.tokens.get(key, lambda: self._fetch_token(ctx))
+            token = await self._token(ctx)
             headers = {"Authorization": f"Bearer {token}"}
             url = f"{ctx.api_base(DEFAULT_BASE)}/open-apis{path}"
             status, answer = await request_json("feishu", ctx.http.request(method, url, headers=headers, **kwargs))
@@ -78,8 +92,7 @@ class FeishuChannel(ChatChannel):
                 continue
             if code != 0 or status >= 400:
                 raise _error(code, str(answer.get("msg") or ""), status)
-            data = answer.get("data")
-            return data if isinstance(data, dict) else {}
+            return answer
         raise ChannelError.bad_credentials("feishu refused a freshly fetched tenant token; check the app's status")
 
     async def _message(self, recipient: str, ctx: SendContext, msg_type: str, content: dict[str, Any]) -> str | None:
@@ -115,6 +128,32 @@ class FeishuChannel(ChatChannel):
         )
         msg_type = "media" if file_type == "mp4" else "file"
         return await self._message(recipient, ctx, msg_type, {"file_key": data.get("file_key")})
+
+    async def inbound_file(self, item: Mapping[str, Any], ctx: SendContext) -> FileDownload:
+        """A message's own image or file, from its resources with the tenant token (``/im/v1/images`` serves only
+        images the bot uploaded)."""
+        message_id, key = (quote(str(item.get(k) or ""), safe="") for k in ("message_id", "key"))
+        kind = "image" if item.get("type") == "image" else "file"
+        url = f"{ctx.api_base(DEFAULT_BASE)}/open-apis/im/v1/messages/{message_id}/resources/{key}?type={kind}"
+        token = await self._token(ctx)
+        return FileDownload(url, {"Authorization": f"Bearer {token}"}, secrets=(token,))
+
+    async def mentions_bot(self, mentions: Sequence[str], ctx: SendContext) -> bool:
+        """One of the open_ids a group message mentions is the bot's: ``feishu_bot_open_id`` when set (no call),
+        else the bot's open_id from ``/bot/v3/info``."""
+        own = ctx.config("bot_open_id") or await self.bot_open_ids.get(
+            self._token_key(ctx), lambda: self._bot_open_id(ctx)
+        )
+        return own in mentions
+
+    async def _bot_open_id(self, ctx: SendContext) -> tuple[str, float]:
+        bot = (await self._answer(ctx, "GET", "/bot/v3/info")).get("bot")  # beside data, not in it
+        open_id = bot.get("open_id") if isinstance(bot, dict) else None
+        if not open_id:
+            raise ChannelError.bad_credentials(
+                "feishu's /bot/v3/info named no open_id: enable the app's bot ability, or set feishu_bot_open_id"
+            )
+        return str(open_id), BOT_ID_S
 
 
 @hookimpl

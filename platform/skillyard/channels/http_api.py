@@ -1,5 +1,6 @@
 """What the HTTP channel adapters share: calls whose transport errors and HTTP statuses become
-:class:`~.adapter.ChannelError` of the right type, and a cache of access tokens until they expire."""
+:class:`~.adapter.ChannelError` of the right type, and a cache of access tokens (and of the bot's own id) until they
+expire."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ if TYPE_CHECKING:
 
 #: Seconds before a token's stated expiry at which it is fetched anew (clocks and transit differ).
 TOKEN_MARGIN_S = 60.0
+#: How long a bot's own id (Telegram's username, Feishu's open_id) is kept: it changes only when the bot is renamed.
+BOT_ID_S = 3600.0
 
 
 def status_error(channel: str, status: int, detail: str) -> ChannelError:
@@ -50,7 +53,8 @@ async def request_json(channel: str, call: Awaitable[httpx.Response]) -> tuple[i
 
 
 class TokenCache:
-    """Access tokens by credential, kept until shortly before they expire (one fetch at a time per credential)."""
+    """Access tokens (or another value a credential fetches, such as the bot's own id) by credential, kept until
+    shortly before they expire (one fetch at a time per credential)."""
 
     def __init__(self) -> None:
         self._tokens: dict[tuple[str, ...], tuple[str, float]] = {}

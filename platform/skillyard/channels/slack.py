@@ -3,16 +3,18 @@
 ``slack_bot_token`` authenticates; ``slack_api_base`` replaces ``https://slack.com/api`` (the SDK's ``base_url``).
 Recipients are channel ids (``C…``, ``G…``) or user ids (``U…``, ``W…``: a direct message is opened first).
 Files go through ``files_upload_v2`` (upload URL, upload, complete). Slack answers ``{ok: false, error: "…"}``.
+An inbound message's file is its ``url_private_download``, fetched with the bot token.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..credentials import masked_logger
 from ..hookspecs import hookimpl
-from .adapter import MB, ChannelError, ChatChannel, OutgoingFile, SendContext
+from .adapter import MB, ChannelError, ChatChannel, FileDownload, OutgoingFile, SendContext
 
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
@@ -96,6 +98,9 @@ class SlackChannel(ChatChannel):
         answer = await self._call(ctx, "files_upload_v2", channel=channel, file=content, filename=item.filename)
         uploaded = answer.get("files") or [answer.get("file") or {}]
         return str(uploaded[0].get("id")) if uploaded and uploaded[0].get("id") else None
+
+    async def inbound_file(self, item: Mapping[str, Any], ctx: SendContext) -> FileDownload:
+        return FileDownload(str(item.get("url") or ""), {"Authorization": f"Bearer {ctx.require('bot_token')}"})
 
 
 @hookimpl

@@ -1,17 +1,19 @@
 """Default plugin: the Telegram channel over the Bot API with httpx (``telegram_bot_token``).
 
 Recipients are chat ids (``12345``, ``-100…`` for groups) or ``@channelusername``. The Bot API answers
-``{ok: false, error_code, description}``; a 429 carries ``parameters.retry_after``.
+``{ok: false, error_code, description}``; a 429 carries ``parameters.retry_after``. An inbound message's file is
+fetched through ``getFile``; a group message counts when it mentions the bot's username (``getMe``, cached).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..hookspecs import hookimpl
-from .adapter import MB, ChannelError, ChatChannel, OutgoingFile, SendContext
-from .http_api import request_json, status_error
+from .adapter import MB, ChannelError, ChatChannel, FileDownload, OutgoingFile, SendContext
+from .http_api import BOT_ID_S, TokenCache, request_json, status_error
 
 DEFAULT_BASE = "https://api.telegram.org"
 #: Bot API descriptions that mean the recipient, not the bot, is the problem (Telegram answers them with 400/403).
@@ -25,6 +27,9 @@ class TelegramChannel(ChatChannel):
     max_text_chars = 4096
     recipient_pattern = re.compile(r"\A(-?\d{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31})\Z")
     recipient_help = "<chat id> (digits, -100… for groups) or @channelusername"
+
+    def __init__(self) -> None:
+        self.usernames = TokenCache()
 
     async def _call(self, ctx: SendContext, method: str, **kwargs: Any) -> dict[str, Any]:
         token = ctx.require("bot_token")
@@ -77,6 +82,26 @@ class TelegramChannel(ChatChannel):
 
     async def send_file(self, recipient: str, item: OutgoingFile, ctx: SendContext) -> str | None:
         return await self._upload(recipient, item, ctx, "sendDocument", "document")
+
+    async def inbound_file(self, item: Mapping[str, Any], ctx: SendContext) -> FileDownload:
+        """``getFile`` names the file's path; the file itself is under ``/file/bot<token>/``."""
+        result = await self._call(ctx, "getFile", params={"file_id": str(item.get("file_id") or "")})
+        if not result.get("file_path"):
+            raise ChannelError.bad_recipient("telegram's getFile named no file_path (bots get files up to 20 MB)")
+        base, token = ctx.api_base(DEFAULT_BASE), ctx.require("bot_token")
+        return FileDownload(f"{base}/file/bot{token}/{result['file_path']}")
+
+    async def mentions_bot(self, mentions: Sequence[str], ctx: SendContext) -> bool:
+        """A ``@username`` mention of this bot (``getMe``'s username, cached per bot token)."""
+        key = (ctx.api_base(DEFAULT_BASE), ctx.require("bot_token"))
+        username = await self.usernames.get(key, lambda: self._username(ctx))
+        return f"@{username.lower()}" in {m.lower() for m in mentions}
+
+    async def _username(self, ctx: SendContext) -> tuple[str, float]:
+        username = str((await self._call(ctx, "getMe")).get("username") or "")
+        if not username:
+            raise ChannelError.bad_credentials("telegram's getMe named no username for the bot")
+        return username, BOT_ID_S
 
 
 @hookimpl

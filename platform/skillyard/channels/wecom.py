@@ -3,16 +3,20 @@
 ``wecom_corp_id`` / ``wecom_corp_secret`` give an access token (cached until it expires, fetched once more on an
 expired-token answer), ``wecom_agent_id`` names the application. Recipients: ``<userid>`` or ``party:<id>``.
 Files are uploaded as temporary media first. WeCom answers HTTP 200 with ``errcode``; a send that reaches nobody
-lists the ids in ``invaliduser`` / ``invalidparty``.
+lists the ids in ``invaliduser`` / ``invalidparty``. An inbound message's image or file is fetched from
+``/cgi-bin/media/get`` by its ``MediaId`` (an image without one from its ``PicUrl``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlencode
 
+from ..credentials import mask_secrets
 from ..hookspecs import hookimpl
-from .adapter import MB, ChannelError, ChatChannel, OutgoingFile, SendContext
+from .adapter import MB, ChannelError, ChatChannel, FileDownload, OutgoingFile, SendContext
 from .http_api import TokenCache, request_json
 
 DEFAULT_BASE = "https://qyapi.weixin.qq.com"
@@ -53,13 +57,17 @@ class WecomChannel(ChatChannel):
             raise _error(int(answer.get("errcode") or 0), str(answer.get("errmsg") or "no token"))
         return str(answer["access_token"]), float(answer.get("expires_in") or 7200)
 
+    def _key(self, ctx: SendContext) -> tuple[str, ...]:
+        return (ctx.api_base(DEFAULT_BASE), ctx.require("corp_id"), ctx.require("corp_secret"))
+
     async def _call(self, ctx: SendContext, path: str, **kwargs: Any) -> dict[str, Any]:
-        key = (ctx.api_base(DEFAULT_BASE), ctx.require("corp_id"), ctx.require("corp_secret"))
+        key = self._key(ctx)
         params = dict(kwargs.pop("params", {}))
         for attempt in range(2):
             params["access_token"] = await self.tokens.get(key, lambda: self._fetch_token(ctx))
             url = f"{ctx.api_base(DEFAULT_BASE)}/cgi-bin{path}"
-            _, answer = await request_json("wecom", ctx.http.post(url, params=params, **kwargs))
+            with mask_secrets([params["access_token"]]):  # httpx logs the URL, and the token is in its query
+                _, answer = await request_json("wecom", ctx.http.post(url, params=params, **kwargs))
             code = int(answer.get("errcode") or 0)
             if code in _TOKEN_CODES and attempt == 0:
                 self.tokens.forget(key, params["access_token"])
@@ -101,6 +109,16 @@ class WecomChannel(ChatChannel):
 
     async def send_file(self, recipient: str, item: OutgoingFile, ctx: SendContext) -> str | None:
         return await self._media(recipient, item, ctx, "file")
+
+    async def inbound_file(self, item: Mapping[str, Any], ctx: SendContext) -> FileDownload:
+        """Temporary media by id with the access token (WeCom answers a refusal with HTTP 200 and an errcode);
+        an image that came with only a ``PicUrl`` from that URL, which takes no token."""
+        if not item.get("media_id"):
+            return FileDownload(str(item.get("url") or ""))
+        token = await self.tokens.get(self._key(ctx), lambda: self._fetch_token(ctx))
+        query = urlencode({"access_token": token, "media_id": str(item["media_id"])})
+        url = f"{ctx.api_base(DEFAULT_BASE)}/cgi-bin/media/get?{query}"
+        return FileDownload(url, json_is_error=True, secrets=(token,))
 
 
 @hookimpl

@@ -322,11 +322,11 @@ def _filename(disposition: str | None, urls: list[httpx.URL], mime: str) -> str:
             params = message.get_params(header="content-disposition") or []
             encoded = [value for key, value in params if key == "filename" and isinstance(value, tuple)]
             raw = email.utils.collapse_rfc2231_value(encoded[0]) if encoded else message.get_filename()
-            name = _safe_basename(raw or "")
+            name = safe_basename(raw or "")
         except (TypeError, ValueError, LookupError):
             name = ""
     if not name:
-        from_urls = [_safe_basename(url.path.rsplit("/", 1)[-1]) for url in urls]
+        from_urls = [safe_basename(url.path.rsplit("/", 1)[-1]) for url in urls]
         name = next((n for n in from_urls if Path(n).suffix), "") or next((n for n in from_urls if n), "")
     generic = mime in ("", "application/octet-stream", "binary/octet-stream")
     ext = "" if generic else (mimetypes.guess_extension(mime) or "")
@@ -335,7 +335,7 @@ def _filename(disposition: str | None, urls: list[httpx.URL], mime: str) -> str:
     return name + ext if ext and not Path(name).suffix else name
 
 
-def _safe_basename(raw: str) -> str:
+def safe_basename(raw: str) -> str:
     """The last segment of ``raw`` without control characters, leading dots or characters shells and other
     systems trip over, cut to a length every filesystem takes."""
     base = raw.replace("\\", "/").rsplit("/", 1)[-1]

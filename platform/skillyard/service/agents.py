@@ -100,6 +100,15 @@ class Agents:
         known = ", ".join(sorted(self.codes())) or "none"
         raise not_found(f"no agent {code!r} (folder agents: {known}; none stored under that code)", "use a listed code")
 
+    def locate(self, spec: str) -> str:
+        """Where a binding's agent ``spec`` is for this process: its folder (a path, or the folder of a code among
+        ``--agent`` / ``--agents-dir``), else the spec itself (the code of an agent stored in the database)."""
+        path = Path(spec).expanduser()
+        if (path / "AGENT.md").is_file():
+            return str(path.resolve())
+        folder = self.codes().get(spec)
+        return str(folder) if folder is not None else spec
+
     async def by_spec(self, spec: str) -> Agent:
         """A binding's agent: a folder path, or the code of a folder or stored agent."""
         path = Path(spec).expanduser()

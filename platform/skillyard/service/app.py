@@ -91,10 +91,12 @@ class Service:
 
     async def enqueue_inbound(self, binding: str, event_id: str) -> None:
         """Queue the job of a stored inbound message on this process's own queue (run here at once; a worker's
-        recovery moves it to the shared queue should this process die)."""
+        recovery moves it to the shared queue should this process die, so it names the agent and model)."""
+        from .hooks.job import job_arguments
         from .plugin import INBOUND_JOB
 
-        await self.yard.background.defer(INBOUND_JOB, {"binding": binding, "event_id": event_id})
+        agent = self.agents.locate(self.settings.bindings[binding].agent)
+        await self.yard.background.defer(INBOUND_JOB, job_arguments(binding, event_id, agent, self.agents.model))
 
     async def chain_engine(self) -> ChainEngine:
         """One chain engine for the process's requests (its connection pool is opened once)."""

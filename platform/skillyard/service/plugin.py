@@ -21,9 +21,11 @@ def register_commands(cli: Any) -> None:
 
 @hookimpl
 def register_jobs(register: Any) -> None:
-    async def inbound_message(yard: Any, binding: str, event_id: str) -> None:
+    async def inbound_message(
+        yard: Any, binding: str, event_id: str, agent: str | None = None, model: str | None = None
+    ) -> None:
         from .hooks.job import process_inbound
 
-        await process_inbound(yard, binding, event_id)
+        await process_inbound(yard, binding, event_id, agent, model)
 
     register(INBOUND_JOB, inbound_message)

@@ -1,4 +1,5 @@
-"""A served app with one binding per channel (settings.toml in the test's home) and the role's inbound secrets."""
+"""A served app with one binding per channel (settings.toml in the test's home), the role's inbound secrets, and
+each channel's API on 127.0.0.1 (Telegram, Feishu, WeCom, DingTalk) for the replies and the inbound files."""
 
 from __future__ import annotations
 
@@ -9,20 +10,19 @@ from pathlib import Path
 import pytest
 
 from skillyard import SkillYard
-from support.channels.vendors import FakeTelegram
+from support.channels.vendors import FakeDingtalk, FakeFeishu, FakeTelegram, FakeWecom
+from support.channels.webhooks import SECRETS
 from support.service import Served, serving
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-SECRETS = {
-    "telegram_secret_token": "tg-secret-1",
-    "slack_signing_secret": "slack-signing-1",
-    "feishu_verification_token": "fs-verify-1",
-    "feishu_encrypt_key": "fs-encrypt-key-1",
-    "wecom_token": "wecomtoken1",
-    "wecom_aes_key": "jWmYm7qr5nMoAUwZRjGtBxmz3KA1tkAj3ykkR6q2B2C",
-    "wecom_corp_id": "ww1234567890",
-    "dingtalk_app_secret": "ding-secret-1",
-}
+
+__all__ = ["SECRETS", "agent_model", "dingtalk", "feishu", "hooked", "telegram", "wecom"]
+
+
+@pytest.fixture
+def agent_model() -> str:
+    """The served agent's model (a test module overrides it for other scripts)."""
+    return f"script:{EXAMPLES}/agents/notes/demo.yaml"
 
 
 @pytest.fixture
@@ -33,9 +33,38 @@ def telegram() -> Iterator[FakeTelegram]:
 
 
 @pytest.fixture
-async def hooked(db_env: str, home: Path, telegram: FakeTelegram) -> AsyncIterator[Served]:
+def feishu() -> Iterator[FakeFeishu]:
+    api = FakeFeishu()
+    with api.serving():
+        yield api
+
+
+@pytest.fixture
+def wecom() -> Iterator[FakeWecom]:
+    api = FakeWecom()
+    with api.serving():
+        yield api
+
+
+@pytest.fixture
+def dingtalk() -> Iterator[FakeDingtalk]:
+    api = FakeDingtalk()
+    with api.serving():
+        yield api
+
+
+@pytest.fixture
+async def hooked(
+    db_env: str,
+    home: Path,
+    agent_model: str,
+    telegram: FakeTelegram,
+    feishu: FakeFeishu,
+    wecom: FakeWecom,
+    dingtalk: FakeDingtalk,
+) -> AsyncIterator[Served]:
     role, org = "hooks-" + uuid.uuid4().hex[:8], "org-" + uuid.uuid4().hex[:8]
-    lines = [f'[service]\nmodel = "script:{EXAMPLES}/agents/notes/demo.yaml"\n']
+    lines = [f'[service]\nmodel = "{agent_model}"\n']
     for channel in ("telegram", "slack", "feishu", "wecom", "dingtalk", "web"):
         lines.append(
             f'[service.bindings.{channel}1]\nchannel = "{channel}"\nrole_id = "{role}"\norg_id = "{org}"\n'
@@ -48,6 +77,19 @@ async def hooked(db_env: str, home: Path, telegram: FakeTelegram) -> AsyncIterat
         await yard.configs.set(
             role,
             "send_message",
-            {**SECRETS, "telegram_bot_token": FakeTelegram.TOKEN, "telegram_api_base": telegram.base},
+            {
+                **SECRETS,
+                "telegram_bot_token": FakeTelegram.TOKEN,
+                "telegram_api_base": telegram.base,
+                "feishu_app_id": FakeFeishu.APP_ID,
+                "feishu_app_secret": FakeFeishu.APP_SECRET,
+                "feishu_api_base": feishu.base,
+                "wecom_corp_secret": FakeWecom.CORP_SECRET,
+                "wecom_agent_id": FakeWecom.AGENT_ID,
+                "wecom_api_base": wecom.base,
+                "dingtalk_app_key": FakeDingtalk.APP_KEY,
+                "dingtalk_robot_code": FakeDingtalk.ROBOT,
+                "dingtalk_api_base": dingtalk.base,
+            },
         )
         yield served

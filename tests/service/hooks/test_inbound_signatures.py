@@ -3,29 +3,21 @@ encrypts, encrypted) message accepted and stored once, forged signatures, old ti
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
-import os
-import struct
 import time
 import uuid
 
-from cryptography.hazmat.primitives import padding
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from sqlalchemy import select
 
 from skillyard.storage.tables import service_hook_events
-
-from .conftest import SECRETS
-
-
-def _aes_cbc(key: bytes, iv: bytes, data: bytes, block_bits: int) -> bytes:
-    padder = padding.PKCS7(block_bits).padder()
-    padded = padder.update(data) + padder.finalize()
-    encryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).encryptor()
-    return encryptor.update(padded) + encryptor.finalize()
+from support.channels.webhooks import (
+    dingtalk_headers,
+    feishu_encrypted,
+    feishu_headers,
+    slack_headers,
+    wecom_encrypt,
+    wecom_query,
+)
 
 
 async def stored(served, binding: str, event_id: str) -> bool:
@@ -37,12 +29,6 @@ async def stored(served, binding: str, event_id: str) -> bool:
             )
         )
     return row is not None
-
-
-def slack_headers(body: bytes, secret: str = SECRETS["slack_signing_secret"], at: int | None = None) -> dict:
-    ts = str(at or int(time.time()))
-    sig = "v0=" + hmac.new(secret.encode(), f"v0:{ts}:".encode() + body, hashlib.sha256).hexdigest()
-    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig, "Content-Type": "application/json"}
 
 
 async def test_slack(hooked):
@@ -69,19 +55,6 @@ async def test_slack(hooked):
     ).encode()  # fmt: skip
     await client.post("/hooks/slack/slack1", content=channel_message, headers=slack_headers(channel_message))
     assert not await stored(hooked, "slack1", json.loads(channel_message)["event_id"])
-
-
-def feishu_encrypted(payload: dict, key: str = SECRETS["feishu_encrypt_key"]) -> bytes:
-    iv = os.urandom(16)
-    data = _aes_cbc(hashlib.sha256(key.encode()).digest(), iv, json.dumps(payload).encode(), 128)
-    return json.dumps({"encrypt": base64.b64encode(iv + data).decode()}).encode()
-
-
-def feishu_headers(body: bytes) -> dict:
-    ts, nonce = str(int(time.time())), uuid.uuid4().hex
-    sig = hashlib.sha256((ts + nonce + SECRETS["feishu_encrypt_key"]).encode() + body).hexdigest()
-    return {"X-Lark-Request-Timestamp": ts, "X-Lark-Request-Nonce": nonce, "X-Lark-Signature": sig,
-            "Content-Type": "application/json"}  # fmt: skip
 
 
 async def test_feishu(hooked):
@@ -111,18 +84,6 @@ async def test_feishu(hooked):
     assert (await client.post("/hooks/feishu/feishu1", content=plain)).status_code == 401  # must be encrypted
 
 
-def wecom_encrypt(message: bytes, corp: str = SECRETS["wecom_corp_id"]) -> str:
-    key = base64.b64decode(SECRETS["wecom_aes_key"] + "=")
-    plain = os.urandom(16) + struct.pack(">I", len(message)) + message + corp.encode()
-    return base64.b64encode(_aes_cbc(key, key[:16], plain, 256)).decode()
-
-
-def wecom_query(encrypted: str, token: str = SECRETS["wecom_token"]) -> dict:
-    ts, nonce = str(int(time.time())), "n1"
-    sig = hashlib.sha1("".join(sorted([token, ts, nonce, encrypted])).encode()).hexdigest()
-    return {"msg_signature": sig, "timestamp": ts, "nonce": nonce}
-
-
 async def test_wecom(hooked):
     client = hooked.client()
     echo = wecom_encrypt(b"echo-1234")
@@ -144,12 +105,6 @@ async def test_wecom(hooked):
     assert (await client.post("/hooks/wecom/wecom1", params=wecom_query(other_corp), content=outer2)).status_code == 401
     dtd = '<!DOCTYPE x [<!ENTITY a "b">]><xml><Encrypt>&a;</Encrypt></xml>'
     assert (await client.post("/hooks/wecom/wecom1", params=wecom_query("x"), content=dtd)).status_code == 400
-
-
-def dingtalk_headers(secret: str = SECRETS["dingtalk_app_secret"], at: int | None = None) -> dict:
-    ts = str(at or int(time.time() * 1000))
-    sign = base64.b64encode(hmac.new(secret.encode(), f"{ts}\n{secret}".encode(), hashlib.sha256).digest()).decode()
-    return {"timestamp": ts, "sign": sign}
 
 
 async def test_dingtalk(hooked):

@@ -8,6 +8,7 @@ import email.parser
 import email.policy
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -63,19 +64,23 @@ def parse_request(handler: BaseHTTPRequestHandler) -> Request:
 
 
 class FakeApi:
-    """Subclasses implement ``route(request) -> (status, body dict, headers)``; every request is kept in
-    ``requests``. ``fail_next`` holds answers given, in order, to the next requests of a path (a rate limit)."""
+    """Subclasses implement ``route(request) -> (status, body, headers)``, the body a dict (sent as JSON) or bytes
+    (a file, sent as the headers' Content-Type); every request is kept in ``requests``. ``fail_next`` holds answers
+    given, in order, to the next requests of a path (a rate limit); ``slow`` the seconds a request whose path starts
+    with a key waits before its answer (the other requests are answered meanwhile)."""
 
     def __init__(self) -> None:
         self.requests: list[Request] = []
         self.fail_next: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        self.slow: dict[str, float] = {}
         self.lock = threading.Lock()
         self.base = ""
 
-    def route(self, request: Request) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def route(self, request: Request) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
         raise NotImplementedError
 
-    def answer(self, request: Request) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def answer(self, request: Request) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
+        time.sleep(next((s for prefix, s in self.slow.items() if request.path.startswith(prefix)), 0.0))
         with self.lock:
             self.requests.append(request)
             scripted = self.fail_next.get(request.path)
@@ -95,7 +100,11 @@ class FakeApi:
         class Handler(QuietHandler):
             def _any(self) -> None:
                 status, body, headers = api.answer(parse_request(self))
-                self._send(status, json.dumps(body).encode(), "application/json", headers)
+                if isinstance(body, bytes):
+                    kind = headers.pop("Content-Type", "application/octet-stream")
+                    self._send(status, body, kind, headers)
+                else:
+                    self._send(status, json.dumps(body).encode(), "application/json", headers)
 
             do_GET = do_POST = _any
 

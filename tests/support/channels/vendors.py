@@ -1,29 +1,38 @@
 """Fake Feishu, WeCom, DingTalk, Telegram and Slack APIs and a webhook receiver, answering as the real ones do
-(their token endpoints, send and upload endpoints, their error shapes). Each knows one good credential, one unknown
-recipient (``*_UNKNOWN``) and can expire its current token (``expire_token``) to check the one refresh."""
+(their token endpoints, send and upload endpoints, the downloads of inbound messages' files, their error shapes).
+Each knows one good credential, one unknown recipient (``*_UNKNOWN``) and can expire its current token
+(``expire_token``) to check the one refresh. The files a fake serves are the ones a test puts in ``files``
+(an id or key → (content, Content-Type)); any other id is answered with the vendor's not-found error."""
 
 from __future__ import annotations
 
 import itertools
+import uuid
 from typing import Any
 
 from .fake_api import FakeApi, Request
 
-Answer = tuple[int, dict[str, Any], dict[str, str]]
+Answer = tuple[int, dict[str, Any] | bytes, dict[str, str]]
+
+
+def _file(content: tuple[bytes, str]) -> Answer:
+    return 200, content[0], {"Content-Type": content[1]}
 
 
 class _Tokens(FakeApi):
-    """A fake whose token endpoint hands out numbered tokens; only the newest one is valid."""
+    """A fake whose token endpoint hands out numbered tokens as long as real ones (so they are masked in logs);
+    only the newest one is valid."""
 
     def __init__(self) -> None:
         super().__init__()
         self._numbers = itertools.count(1)
         self.valid = ""
         self.issued = 0
+        self.files: dict[str, tuple[bytes, str]] = {}
 
     def issue(self) -> str:
         self.issued += 1
-        self.valid = f"tok-{next(self._numbers)}"
+        self.valid = f"tok-{next(self._numbers)}-{uuid.uuid4().hex}"
         return self.valid
 
     def expire_token(self) -> None:
@@ -33,6 +42,7 @@ class _Tokens(FakeApi):
 class FakeFeishu(_Tokens):
     APP_ID, APP_SECRET = "cli_a1b2c3d4e5", "feishu-secret-9f8e7d6c5b4a"
     UNKNOWN = "ou_nobody"
+    BOT_OPEN_ID = "ou_yardbot"
 
     def route(self, r: Request) -> Answer:
         if r.path == "/open-apis/auth/v3/tenant_access_token/internal":
@@ -48,6 +58,14 @@ class FakeFeishu(_Tokens):
                 },
                 {},
             )
+        if r.path == "/open-apis/bot/v3/info":
+            bot = {"activate_status": 2, "app_name": "yard", "ip_white_list": [], "open_id": self.BOT_OPEN_ID}
+            return 200, {"code": 0, "msg": "ok", "bot": bot}, {}
+        if r.path.startswith("/open-apis/im/v1/messages/") and "/resources/" in r.path:
+            key = r.path.rsplit("/", 1)[-1]
+            if key in self.files and r.query.get("type") in ("image", "file"):
+                return _file(self.files[key])
+            return 400, {"code": 234003, "msg": "File not in msg."}, {}
         if r.path == "/open-apis/im/v1/images":
             return 200, {"code": 0, "msg": "success", "data": {"image_key": "img_v2_fake"}}, {}
         if r.path == "/open-apis/im/v1/files":
@@ -75,8 +93,14 @@ class FakeWecom(_Tokens):
             if r.query.get("corpid") != self.CORP_ID or r.query.get("corpsecret") != self.CORP_SECRET:
                 return 200, {"errcode": 40001, "errmsg": "invalid credential"}, {}
             return 200, {"errcode": 0, "errmsg": "ok", "access_token": self.issue(), "expires_in": 7200}, {}
+        if r.path.startswith("/pic/"):  # an image message's PicUrl: WeCom's image server, no token
+            name = r.path.rsplit("/", 1)[-1]
+            return _file(self.files[name]) if name in self.files else (404, b"", {})
         if r.query.get("access_token") != self.valid:
             return 200, {"errcode": 42001, "errmsg": "access_token expired"}, {}
+        if r.path == "/cgi-bin/media/get":
+            media = self.files.get(r.query.get("media_id", ""))
+            return _file(media) if media else (200, {"errcode": 40007, "errmsg": "invalid media_id"}, {})
         if r.path == "/cgi-bin/media/upload":
             return 200, {"errcode": 0, "errmsg": "ok", "type": r.query["type"], "media_id": "MEDIA1"}, {}
         if r.path == "/cgi-bin/message/send":
@@ -92,23 +116,36 @@ class FakeWecom(_Tokens):
 class FakeDingtalk(_Tokens):
     APP_KEY, APP_SECRET, ROBOT = "dingabcdef123", "dingtalk-secret-0123456789", "dingrobot42"
     UNKNOWN = "nobody"
+    UNKNOWN_GROUP = "cidNoSuchGroup=="
 
     def route(self, r: Request) -> Answer:
         if r.path == "/v1.0/oauth2/accessToken":
             if (r.json or {}).get("appKey") != self.APP_KEY or r.json.get("appSecret") != self.APP_SECRET:
                 return 400, {"code": "invalidClientSecret", "message": "应用凭证不合法", "requestid": "r1"}, {}
             return 200, {"accessToken": self.issue(), "expireIn": 7200}, {}
+        if r.path.startswith("/files/"):  # a downloadUrl: signed by DingTalk's storage, no token
+            code = r.path.rsplit("/", 1)[-1]
+            return _file(self.files[code]) if code in self.files else (404, b"", {})
         if r.path == "/media/upload":
             if r.query.get("access_token") != self.valid:
                 return 200, {"errcode": 40014, "errmsg": "不合法的access_token"}, {}
             return 200, {"errcode": 0, "errmsg": "ok", "type": r.query["type"], "media_id": "@lADPfake"}, {}
         if r.headers.get("x-acs-dingtalk-access-token") != self.valid:
             return 401, {"code": "InvalidAuthentication", "message": "不合法的access_token", "requestid": "r2"}, {}
+        if r.path.startswith("/v1.0/robot/") and r.json.get("robotCode") != self.ROBOT:
+            return 400, {"code": "robotNotExist", "message": "robot 不存在", "requestid": "r3"}, {}
         if r.path == "/v1.0/robot/oToMessages/batchSend":
-            if r.json.get("robotCode") != self.ROBOT:
-                return 400, {"code": "robotNotExist", "message": "robot 不存在", "requestid": "r3"}, {}
             invalid = [u for u in r.json["userIds"] if u == self.UNKNOWN]
             return 200, {"processQueryKey": f"pq{len(self.requests)}", "invalidStaffIdList": invalid}, {}
+        if r.path == "/v1.0/robot/groupMessages/send":
+            if r.json.get("openConversationId") == self.UNKNOWN_GROUP:
+                return 400, {"code": "resource.not.found", "message": "群不存在", "requestid": "r4"}, {}
+            return 200, {"processQueryKey": f"pq{len(self.requests)}"}, {}
+        if r.path == "/v1.0/robot/messageFiles/download":
+            code = r.json.get("downloadCode", "")
+            if code not in self.files:
+                return 400, {"code": "invalidParameter", "message": "downloadCode 无效", "requestid": "r5"}, {}
+            return 200, {"downloadUrl": f"{self.base}/files/{code}"}, {}
         return 404, {"code": "NotFound", "message": "not found"}, {}
 
 

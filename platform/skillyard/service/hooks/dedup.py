@@ -1,6 +1,6 @@
 """The inbound events seen, by binding and the channel's event id: platforms retry a webhook they think was lost
 (Feishu and Slack after about 3 s), and a retry must not answer twice. The row also holds the message until its job
-has read it, so the job's arguments carry ids only."""
+takes it to answer it, so the job's arguments carry ids only."""
 
 from __future__ import annotations
 
@@ -32,8 +32,21 @@ async def first_time(database: Database, binding: str, event_id: str, message: d
     return inserted is not None
 
 
+async def stored_message(database: Database, binding: str, event_id: str) -> dict[str, Any] | None:
+    """The stored message of an event, left in its row (None once a job has taken it)."""
+    sessions = await database.session_factory()
+    async with sessions() as session:
+        message: dict[str, Any] | None = await session.scalar(
+            select(service_hook_events.c.message).where(
+                service_hook_events.c.binding == binding, service_hook_events.c.event_id == event_id
+            )
+        )
+    return message
+
+
 async def take_message(database: Database, binding: str, event_id: str) -> dict[str, Any] | None:
-    """The stored message of an event, removed from the row (the id stays for de-duplication)."""
+    """The stored message of an event, removed from the row (the id stays for de-duplication): of two attempts at
+    one event, only one gets it."""
     sessions = await database.session_factory()
     async with sessions() as session, session.begin():
         row = (

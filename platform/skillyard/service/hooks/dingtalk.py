@@ -1,6 +1,8 @@
 """DingTalk robot callbacks: the ``timestamp`` and ``sign`` headers checked (HMAC-SHA256 of ``timestamp\\nsecret``
 with the app secret, within an hour, as DingTalk signs them); de-duplicated by ``msgId``. In a group only a
-message that @-mentions the robot (``isInAtList``) counts."""
+message that @-mentions the robot (``isInAtList``) counts, and is answered in the group (``group:<conversationId>``,
+the robot's group send). A picture, a file or the pictures of a rich text keep
+their ``downloadCode`` for the job to fetch."""
 
 from __future__ import annotations
 
@@ -31,20 +33,23 @@ async def parse(request: Request, body: bytes, configs: dict[str, Any]) -> Parse
         return Parsed()
     group = str(payload.get("conversationType")) == "2"
     sender = str(payload.get("senderStaffId") or payload.get("senderId") or "")
-    files = []
-    content = payload.get("content") or {}
-    if isinstance(content, dict) and content.get("downloadCode"):
-        files.append({"download_code": content["downloadCode"], "filename": content.get("fileName") or "file"})
+    content: dict[str, Any] = payload["content"] if isinstance(payload.get("content"), dict) else {}
+    parts = [content, *(p for p in content.get("richText") or [] if isinstance(p, dict))]
+    coded = [part for part in parts if part.get("downloadCode")]
+    files = [  # fetched by DingtalkChannel.inbound_file; a picture has no name: its type gives the extension
+        {"download_code": str(part["downloadCode"]), "filename": str(part.get("fileName") or f"picture_{number}")}
+        for number, part in enumerate(coded, 1)
+    ]
+    text = (payload.get("text") or {}).get("content") or "".join(str(p.get("text") or "") for p in parts[1:])
     return Parsed(
         message=Inbound(
             event_id=str(payload.get("msgId") or ""),
             sender=sender,
-            chat=sender,  # the adapter sends to users: a group's message is answered to its sender
-            text=str((payload.get("text") or {}).get("content") or "").strip(),
+            chat=f"group:{payload.get('conversationId') or ''}" if group else sender,  # where the answer goes
+            text=str(text).strip(),
             group=group,
             mentioned=not group or bool(payload.get("isInAtList")),
             sender_name=str(payload.get("senderNick") or ""),
             files=files,
-            extra={"conversation_id": payload.get("conversationId")},
         )
     )

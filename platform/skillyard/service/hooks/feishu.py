@@ -1,6 +1,7 @@
 """Feishu (Lark) event callbacks: ``{"encrypt": …}`` decrypted with the encrypt key (AES-256-CBC) and checked by
 ``X-Lark-Signature`` when one is set, the verification token checked, ``url_verification`` answered with its
-challenge; ``im.message.receive_v1`` de-duplicated by the header's ``event_id``."""
+challenge; ``im.message.receive_v1`` de-duplicated by the header's ``event_id``. An image, file, audio or video
+message keeps its key for the job to fetch; a group message keeps the open_ids it mentions."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ from fastapi.responses import JSONResponse
 
 from .crypto import Undecryptable, feishu_decrypt, feishu_signature
 from .inbound import HookRefused, Inbound, Parsed, forged, same, secret
+
+#: By message_type: the content's key that names the file, and the resource type it is fetched as.
+_FILE_KEYS = {
+    "image": ("image_key", "image"),
+    "file": ("file_key", "file"),
+    "audio": ("file_key", "file"),
+    "media": ("file_key", "file"),
+}
 
 
 def _json(raw: bytes) -> dict[str, Any]:
@@ -65,17 +74,12 @@ async def parse(request: Request, body: bytes, configs: dict[str, Any]) -> Parse
         content = json.loads(message.get("content") or "{}")
     except ValueError:
         content = {}
+    if not isinstance(content, dict):
+        content = {}
     text = str(content.get("text") or "")
-    mentions = message.get("mentions") or []
+    mentions = [m for m in message.get("mentions") or [] if isinstance(m, dict)]
     for mention in mentions:
         text = text.replace(str(mention.get("key", "")), "").strip()
-    files = []
-    for kind, field in (("image", "image_key"), ("file", "file_key")):
-        if content.get(field):
-            name = content.get("file_name") or f"{content[field]}.{'png' if kind == 'image' else 'bin'}"
-            files.append(
-                {"type": kind, "key": content[field], "message_id": message.get("message_id"), "filename": name}
-            )
     group = message.get("chat_type") == "group"
     return Parsed(
         message=Inbound(
@@ -84,9 +88,21 @@ async def parse(request: Request, body: bytes, configs: dict[str, Any]) -> Parse
             chat=str(message.get("chat_id", "")) if group else open_id,
             text=text,
             group=group,
-            # Feishu delivers a group's messages only when they @ the bot (unless the app may read them all):
-            # a group message counts when it mentions someone.
+            # Feishu delivers a group's messages only when they @ the bot unless the app may read them all, and
+            # an @ may name anyone: the job checks that one of the mentioned open_ids is the bot's
             mentioned=not group or bool(mentions),
-            files=files,
+            files=_files(message, content),
+            extra={"mentions": [str((m.get("id") or {}).get("open_id") or "") for m in mentions]},
         )
     )
+
+
+def _files(message: dict[str, Any], content: dict[str, Any]) -> list[dict[str, Any]]:
+    """The descriptor of a message's image or file (the key and the resource type that fetch it from the
+    message's resources: ``FeishuChannel.inbound_file``)."""
+    field, kind = _FILE_KEYS.get(str(message.get("message_type")), ("", ""))
+    key = content.get(field) if field else None
+    if not key:
+        return []
+    name = str(content.get("file_name") or key)  # an image has no name: its type gives the extension
+    return [{"type": kind, "key": str(key), "message_id": str(message.get("message_id") or ""), "filename": name}]

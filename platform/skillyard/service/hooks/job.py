@@ -1,9 +1,11 @@
-"""The queued job of one inbound message: the sender becomes a person through the identity directory, a pending
-record it answers is driven (§9.2), otherwise the message and its files (§4.7 attachments) go to the binding's
-agent with ``reply_to`` set, and the reply goes back through the channel's adapter.
+"""The queued job of one inbound message: a group message that does not mention the bot is dropped, the sender
+becomes a person through the identity directory, a pending record it answers is driven (§9.2), otherwise the
+message and its files (§4.7 attachments, :mod:`.files`) go to the binding's agent with ``reply_to`` set, and the
+reply goes back through the channel's adapter.
 
-Group chats are one session per chat, direct messages one per person. The job's arguments are the binding and the
-event id; the message waits in the hook-events row until the job takes it.
+Group chats are one session per chat, direct messages one per person. The job's arguments are the binding, the
+event id and what the accepting process answers with (:func:`job_arguments`); the message waits in the hook-events
+row until the job takes it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...channels.adapter import CREDENTIALS_SKILL, OutgoingMessage
+from ...channels.adapter import CREDENTIALS_SKILL, ChannelError, ChatChannel, OutgoingMessage, SendContext
 from ...channels.address import Address
 from ...credentials import mask_secrets, masked_logger
 from ...mcp.session import Caller
@@ -21,6 +23,7 @@ from ..auth import Principal
 from ..display import turn_text
 from ..settings import Binding, ServiceSettings
 from . import dedup
+from .files import fetch_inbound_files
 from .inbound import Inbound
 
 if TYPE_CHECKING:
@@ -30,17 +33,17 @@ if TYPE_CHECKING:
 log = masked_logger("skillyard.service.hooks")
 #: How long a message waits for a running turn of its session (the platform retried long before).
 LOCK_WAIT_S = 300.0
-MAX_FILE_BYTES = 50 * 1024 * 1024
-#: The agents of a serving process, by yard: its jobs use the same loaded agents, locks and progress events.
-_AGENTS: weakref.WeakKeyDictionary[Any, Agents] = weakref.WeakKeyDictionary()
+#: The agents of a serving process, by yard and model: its jobs use the same loaded agents, locks and progress events.
+_AGENTS: weakref.WeakKeyDictionary[Any, dict[str | None, Agents]] = weakref.WeakKeyDictionary()
 
 
 def share_agents(yard: SkillYard, agents: Agents) -> None:
-    _AGENTS[yard] = agents
+    _AGENTS.setdefault(yard, {})[agents.model] = agents
 
 
-def _agents(yard: SkillYard, settings: ServiceSettings) -> Agents:
-    found = _AGENTS.get(yard)
+def _agents(yard: SkillYard, settings: ServiceSettings, model: str | None) -> Agents:
+    by_model = _AGENTS.setdefault(yard, {})
+    found = by_model.get(model)
     if found is None:  # a `skillyard worker` running a job it recovered
         from ..agents import Agents
         from ..bus import Bus
@@ -54,9 +57,9 @@ def _agents(yard: SkillYard, settings: ServiceSettings) -> Agents:
             TurnLocks(yard.database),
             TurnEvents(yard.database, Bus(yard)),
             agents_dir=settings.agents_dir,
-            model=settings.model,
+            model=model,
         )
-        _AGENTS[yard] = found
+        by_model[model] = found
     return found
 
 
@@ -73,27 +76,55 @@ def session_of(binding: Binding, message: Inbound) -> str:
     return f"{binding.name}-p-{_digest(message.sender)}"
 
 
-async def process_inbound(yard: SkillYard, binding: str, event_id: str) -> None:
-    """The job: one stored inbound message, processed once."""
+def job_arguments(binding: str, event_id: str, agent: str, model: str | None) -> dict[str, Any]:
+    """What the job of an inbound message needs, and nothing secret: the ids of its stored message, and the agent
+    folder (or stored agent's code) and model spec the accepting process answers with, which a worker that
+    recovers the job knows of no other way (``serve --agent`` and ``--model`` are that process's own)."""
+    return {"binding": binding, "event_id": event_id, "agent": agent, "model": model}
+
+
+async def process_inbound(
+    yard: SkillYard, binding: str, event_id: str, agent: str | None = None, model: str | None = None
+) -> None:
+    """The job: one stored inbound message, answered once. The message leaves its row only under the session's
+    turn lock, right before it is answered: a process that dies before then (waiting for a turn of the session,
+    say) leaves it to the retry that a worker's stalled-job recovery makes."""
     settings = ServiceSettings.load(yard.settings.home)
     bound = settings.bindings.get(binding)
     if bound is None:
         log.warning("inbound event %s of binding %r dropped: the binding is no longer configured", event_id, binding)
         return
-    stored = await dedup.take_message(yard.database, binding, event_id)
+    stored = await dedup.stored_message(yard.database, binding, event_id)
     if stored is None:
-        return  # taken by an earlier attempt
+        return  # answered by an earlier attempt
     message = Inbound.from_json(stored)
-    configs = dict(await yard.configs.get(bound.role_id, CREDENTIALS_SKILL))
-    secrets = [str(v) for v in configs.values() if v]
-    with mask_secrets(secrets):
-        await _process(yard, settings, bound, message, configs)
+    agents = _agents(yard, settings, model or settings.model)
+    session_id = session_of(bound, message)
+    async with agents.locks.hold(session_id, wait_s=LOCK_WAIT_S):
+        if await dedup.take_message(yard.database, binding, event_id) is None:
+            return  # another attempt took it while this one waited
+        configs = dict(await yard.configs.get(bound.role_id, CREDENTIALS_SKILL))
+        secrets = [str(v) for v in configs.values() if v]
+        with mask_secrets(secrets):
+            await _process(yard, agents, agent or bound.agent, bound, message, configs, session_id)
 
 
 async def _process(
-    yard: SkillYard, settings: ServiceSettings, bound: Binding, message: Inbound, configs: dict[str, Any]
+    yard: SkillYard,
+    agents: Agents,
+    agent_spec: str,
+    bound: Binding,
+    message: Inbound,
+    configs: dict[str, Any],
+    session_id: str,
 ) -> None:
-    if bound.channel == "telegram" and message.group and not await _mentions_bot(yard, message, configs):
+    adapter = yard.channels.adapter(bound.channel)
+    if adapter is None:
+        log.warning("inbound event %s of binding %r dropped: no %s channel is registered", message.event_id,
+                    bound.name, bound.channel)  # fmt: skip
+        return
+    ctx = SendContext(bound.channel, configs, yard.channels.http(), yard, bound.org_id, bound.role_id)
+    if message.group and not await _mentions_bot(adapter, message, ctx):
         return
     if bound.channel != "web":
         for sender in dict.fromkeys([message.sender, message.chat]):
@@ -102,24 +133,19 @@ async def _process(
                 log.info("inbound message of %s answered pending record %s: %s", bound.name, matched["id"],
                          matched.get("outcome"))  # fmt: skip
                 return
-    session_id = session_of(bound, message)
     principal = _principal(bound, message)
     identity = dict(principal.caller.context)
     if bound.channel != "web":
         identity = dict(await yard.directory.fill(identity))
         principal = Principal(principal.name, Caller(principal.owner, identity), bound.org_id, bound.role_id, False)
-    agents = _agents(yard, settings)
-    agent = await agents.by_spec(bound.agent)
+    agent = await agents.by_spec(agent_spec)
     await agents.owners.claim(session_id, principal)
-    paths = await _download(yard, bound, message, configs, session_id)
-    if paths:
-        await yard.attach(session_id, paths)
     reply_to = f"{bound.channel}:{message.chat}"
     turn = await agents.send(
         agent.profile.agent_code,
         session_id,
         principal,
-        message.text or "(files)",
+        await _agent_message(yard, adapter, message, ctx, session_id),
         {"channel": bound.channel, "reply_to": reply_to},
         wait_s=LOCK_WAIT_S,
     )
@@ -140,6 +166,20 @@ async def _process(
     )
     if not outcome.ok:
         log.warning("the reply to %s could not be sent: %s", reply_to, outcome.error)
+
+
+async def _agent_message(
+    yard: SkillYard, adapter: ChatChannel, message: Inbound, ctx: SendContext, session_id: str
+) -> str:
+    """What the agent is told: the message's text and a note for each file that could not be fetched; the files
+    that could are attachments of the session (§4.7) by then."""
+    if not message.files:
+        return message.text
+    workspace = Path(yard.workspace(session_id))
+    fetched = await fetch_inbound_files(adapter, message, ctx, workspace, yard.settings.max_download_bytes)
+    if fetched.paths:
+        await yard.attach(session_id, fetched.paths)
+    return "\n\n".join(part for part in (message.text, "\n".join(fetched.notes)) if part) or "(files)"
 
 
 def _principal(bound: Binding, message: Inbound) -> Principal:
@@ -164,48 +204,11 @@ def _principal(bound: Binding, message: Inbound) -> Principal:
     return Principal(f"binding:{bound.name}", Caller(owner, identity), bound.org_id, bound.role_id, False)
 
 
-async def _mentions_bot(yard: SkillYard, message: Inbound, configs: dict[str, Any]) -> bool:
-    """A Telegram group message counts when one of its mentions is this bot (its username from getMe)."""
-    token = str(configs.get("telegram_bot_token") or "")
-    base = str(configs.get("telegram_api_base") or "https://api.telegram.org").rstrip("/")
-    mentions = {str(m).lower() for m in message.extra.get("mentions") or []}
-    if not token or not mentions:
+async def _mentions_bot(adapter: ChatChannel, message: Inbound, ctx: SendContext) -> bool:
+    """A group message counts when it mentions the bot, as the channel's adapter tells; when it cannot tell (the
+    bot's own id could not be fetched), the message is dropped with a log line."""
+    try:
+        return await adapter.mentions_bot(list(message.extra.get("mentions") or []), ctx)
+    except ChannelError as exc:
+        log.warning("a %s group message was dropped: whether it mentions the bot is unknown (%s)", ctx.channel, exc)
         return False
-    answer = await yard.channels.http().get(f"{base}/bot{token}/getMe")
-    username = str(((answer.json() or {}).get("result") or {}).get("username") or "") if answer.is_success else ""
-    return bool(username) and f"@{username.lower()}" in mentions
-
-
-async def _download(
-    yard: SkillYard, bound: Binding, message: Inbound, configs: dict[str, Any], session_id: str
-) -> list[Path]:
-    """The message's files in the session's workspace (Telegram and Slack; the other channels' files are named in
-    the log and not fetched)."""
-    if not message.files:
-        return []
-    folder = Path(yard.workspace(session_id)) / "inbound"
-    folder.mkdir(parents=True, exist_ok=True)
-    http = yard.channels.http()
-    paths = []
-    for item in message.files[:10]:
-        url, headers = None, {}
-        if bound.channel == "telegram":
-            token = str(configs.get("telegram_bot_token") or "")
-            base = str(configs.get("telegram_api_base") or "https://api.telegram.org").rstrip("/")
-            answer = await http.get(f"{base}/bot{token}/getFile", params={"file_id": item["file_id"]})
-            file_path = ((answer.json() or {}).get("result") or {}).get("file_path") if answer.is_success else None
-            url = f"{base}/file/bot{token}/{file_path}" if file_path else None
-        elif bound.channel == "slack":
-            url, headers = item.get("url"), {"Authorization": f"Bearer {configs.get('slack_bot_token') or ''}"}
-        if not url:
-            log.info("file %s of a %s message was not fetched", item.get("filename"), bound.channel)
-            continue
-        response = await http.get(url, headers=headers)
-        if not response.is_success or len(response.content) > MAX_FILE_BYTES:
-            log.warning("file %s of a %s message could not be fetched", item.get("filename"), bound.channel)
-            continue
-        name = Path(str(item.get("filename") or "file")).name or "file"
-        target = folder / f"{message.event_id[:40]}-{name}".replace("/", "_")
-        target.write_bytes(response.content)
-        paths.append(target)
-    return paths

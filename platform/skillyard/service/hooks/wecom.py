@@ -1,6 +1,7 @@
 """WeCom (企业微信) application callbacks: ``msg_signature`` (SHA-1 over the token, timestamp, nonce and the
 ciphertext) checked, the message decrypted with the EncodingAESKey (WXBizMsgCrypt), the URL check (GET with
-``echostr``) answered with the decrypted echo; de-duplicated by ``MsgId``. Application messages are one-to-one."""
+``echostr``) answered with the decrypted echo; de-duplicated by ``MsgId``. Application messages are one-to-one; an
+image or file keeps its ``MediaId`` (an image its ``PicUrl`` too) for the job to fetch."""
 
 from __future__ import annotations
 
@@ -50,10 +51,11 @@ async def parse(request: Request, body: bytes, configs: dict[str, Any]) -> Parse
     inner = _xml(_open(request, configs, outer.get("Encrypt", "")))
     if inner.get("MsgType") not in ("text", "image", "file"):
         return Parsed(ok_text(""))
-    files = []
-    if inner.get("MediaId"):
-        files.append({"media_id": inner["MediaId"], "filename": inner.get("FileName") or f"{inner['MediaId'][:12]}"})
     sender = inner.get("FromUserName", "")
+    files = []
+    if inner.get("MediaId") or inner.get("PicUrl"):  # fetched by WecomChannel.inbound_file
+        name = inner.get("FileName") or f"{inner['MsgType']}_{inner.get('MsgId') or inner.get('MediaId', '')[:12]}"
+        files.append({"media_id": inner.get("MediaId", ""), "url": inner.get("PicUrl", ""), "filename": name})
     return Parsed(
         ok_text(""),
         Inbound(
