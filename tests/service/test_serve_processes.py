@@ -114,3 +114,53 @@ async def test_two_serve_processes_share_one_database(db_env, tmp_path):
             process.terminate()
         for process in (first, second):
             process.wait(30)
+
+
+def _mcp_client(url: str, token: str):
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    from mcp import Client
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30.0))
+    return Client(streamable_http_client(f"{url}/mcp", http_client=http), read_timeout_seconds=30.0)
+
+
+async def test_mcp_sessions_are_owned_across_processes_and_with_the_http_api(db_env, tmp_path):
+    skills = tmp_path / "skills"
+    write_echo(skills)
+    org = "org-" + uuid.uuid4().hex[:8]
+    alice = await _cli("token", "add", "--name", "alice-" + org, "--role", "r-" + org, "--org", org)
+    bob = await _cli("token", "add", "--name", "bob-" + org, "--role", "r-" + org, "--org", org)
+    (first, a), (second, b) = await asyncio.gather(
+        _serve(skills, tmp_path / "a.log"), _serve(skills, tmp_path / "b.log")
+    )
+    mcp_first, http_first = "mcp-first-" + org, "http-first-" + org
+
+    async def over_mcp(base: str, token: str, session: str):
+        async with _mcp_client(base, token) as client:
+            return await client.call_tool("echo", {"text": "hi"}, meta={"io.skillyard/session": session})
+
+    async def over_http(base: str, token: str, session: str, path: str = "skills/echo/run") -> int:
+        async with httpx.AsyncClient(timeout=30, headers={"Authorization": f"Bearer {token}"}) as http:
+            if path == "artifacts":
+                return (await http.get(f"{base}/api/sessions/{session}/artifacts")).status_code
+            body = {"input": {"text": "hi"}, "session": session}
+            return (await http.post(f"{base}/api/{path}", json=body)).status_code
+
+    try:
+        done = await over_mcp(a, alice, mcp_first)
+        assert not done.is_error and done.structured_content["session"] == mcp_first
+        assert not (await over_mcp(b, alice, mcp_first)).is_error  # the owner, on the other process
+        refused = await over_mcp(b, bob, mcp_first)  # another identity, on either process
+        assert refused.is_error and "belongs to another identity" in refused.content[0].text
+        assert await over_http(b, bob, mcp_first) == 403  # one record of owners for MCP and the HTTP API
+        assert await over_http(b, alice, mcp_first, "artifacts") == 200
+        assert await over_http(b, bob, http_first) == 200
+        assert not (await over_mcp(a, bob, http_first)).is_error
+        assert (await over_mcp(a, alice, http_first)).is_error
+    finally:
+        for process in (first, second):
+            process.terminate()
+        for process in (first, second):
+            process.wait(30)

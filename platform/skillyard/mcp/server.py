@@ -70,7 +70,7 @@ class SkillServer:
         self.yard = yard
         self.server_caller = server_caller
         self.rescan_s = rescan_s
-        self.sessions = Sessions()
+        self.sessions = Sessions(yard.database)
         self.runs = BackgroundRuns()
         self.verifier = StoreTokenVerifier(TokenStore(yard.database))
         self.stdio_session = new_connection_session()
@@ -103,7 +103,7 @@ class SkillServer:
             raise MCPError(types.INVALID_REQUEST, "a token is required: send 'Authorization: Bearer <token>'")
         return self.server_caller
 
-    def _session(self, ctx: ServerRequestContext[Any], caller: Caller) -> tuple[str, Any]:
+    async def _session(self, ctx: ServerRequestContext[Any], caller: Caller) -> tuple[str, Any]:
         """The skillyard session of a request and its turn: named in ``_meta``, else the MCP session's, else the
         stdio connection's, else (sessionless HTTP) the caller's own."""
         named = (ctx.meta or {}).get(SESSION_META_KEY)
@@ -117,7 +117,7 @@ class SkillServer:
             session_id = self.stdio_session
         else:
             session_id = default_session(caller)
-        turn = self.sessions.claim(session_id, caller)
+        turn = await self.sessions.claim(session_id, caller)
         self._connections[session_id] = ctx.session
         self._connections.move_to_end(session_id)
         while len(self._connections) > MAX_CONNECTIONS:
@@ -129,7 +129,7 @@ class SkillServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         try:
-            self._session(ctx, self._caller(ctx))  # remembered: this connection hears of changes to the list
+            await self._session(ctx, self._caller(ctx))  # remembered: this connection hears of changes to the list
         except SessionRefused as exc:
             raise MCPError(types.INVALID_PARAMS, str(exc)) from None
         return types.ListToolsResult(tools=tool_list(self.tools))
@@ -139,7 +139,7 @@ class SkillServer:
     ) -> types.CallToolResult:
         caller = self._caller(ctx)
         try:
-            session_id, turn = self._session(ctx, caller)
+            session_id, turn = await self._session(ctx, caller)
         except SessionRefused as exc:
             return error_result(str(exc))
         arguments = params.arguments or {}
@@ -194,7 +194,7 @@ class SkillServer:
         caller = self._caller(ctx)
         resources = skill_resources(_skills(self.tools))
         try:
-            session_id, _ = self._session(ctx, caller)
+            session_id, _ = await self._session(ctx, caller)
         except SessionRefused as exc:
             raise MCPError(types.INVALID_PARAMS, str(exc)) from None
         if self.yard.database.exists:  # a session's files live in the database: never start one to list none
@@ -206,7 +206,7 @@ class SkillServer:
     ) -> types.ReadResourceResult:
         caller = self._caller(ctx)
         try:
-            session_id, _ = self._session(ctx, caller)
+            session_id, _ = await self._session(ctx, caller)
             skills = {skill.name: skill for skill in _skills(self.tools)}
             return await read_resource(self.yard, str(params.uri), session_id, skills)
         except (SessionRefused, ResourceProblem) as exc:

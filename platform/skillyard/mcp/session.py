@@ -12,17 +12,21 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..invoke.budget import Turn
 from ..invoke.run import SAFE_SESSION
+from ..storage.session_owners import SessionOwners
 from ..tokens.identity import DEFAULTS, TokenIdentity
+
+if TYPE_CHECKING:
+    from ..storage.database import Database
 
 #: The skillyard channel of MCP runs: not a chat channel that results could be pushed to later.
 CHANNEL = "mcp"
 #: A client may name the skillyard session of a request in ``_meta`` (sessionless protocol versions need this).
 SESSION_META_KEY = "io.skillyard/session"
-#: Sessions a server remembers (owners and failure budgets); the least recently used go first.
+#: Sessions whose failure budgets a server remembers; the least recently used go first.
 MAX_SESSIONS = 10_000
 #: Fields a caller's context never sets for itself: the server derives them per MCP session.
 PER_SESSION = ("session_id", "workspace_dir", "skill_configs", "skill_args", "attachments")
@@ -77,25 +81,22 @@ def named_session(value: Any) -> str:
 
 
 class Sessions:
-    """The sessions of one server: their owners and their turns (one failure budget per MCP session)."""
+    """The sessions of one server: their owners (in PostgreSQL, shared with every process and the HTTP API) and
+    their turns (one failure budget per MCP session, kept by the process serving it)."""
 
-    def __init__(self) -> None:
-        self._owners: OrderedDict[str, str] = OrderedDict()
-        self._turns: dict[str, Turn] = {}
+    def __init__(self, database: Database) -> None:
+        self.owners = SessionOwners(database)
+        self._turns: OrderedDict[str, Turn] = OrderedDict()
 
-    def claim(self, session_id: str, caller: Caller) -> Turn:
+    async def claim(self, session_id: str, caller: Caller) -> Turn:
         """The session's turn for this caller; the first caller owns it, any other identity is refused."""
-        owner = self._owners.get(session_id)
-        if owner is not None and owner != caller.owner:
+        owner, _ = await self.owners.claim(session_id, caller.owner, str(caller.context.get("org_id") or ""))
+        if owner != caller.owner:
             raise SessionRefused(f"session {session_id!r} belongs to another identity; open a session of your own")
-        if owner is None:
-            self._owners[session_id] = caller.owner
-            self._turns[session_id] = Turn(session_id=session_id, channel=CHANNEL, context={})
-            while len(self._owners) > MAX_SESSIONS:
-                old, _ = self._owners.popitem(last=False)
-                self._turns.pop(old, None)
-        self._owners.move_to_end(session_id)
-        return self._turns[session_id]
-
-    def owns(self, session_id: str, caller: Caller) -> bool:
-        return self._owners.get(session_id) == caller.owner
+        turn = self._turns.get(session_id)
+        if turn is None:
+            turn = self._turns[session_id] = Turn(session_id=session_id, channel=CHANNEL, context={})
+            while len(self._turns) > MAX_SESSIONS:
+                self._turns.popitem(last=False)
+        self._turns.move_to_end(session_id)
+        return turn

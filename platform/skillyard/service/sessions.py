@@ -1,23 +1,16 @@
-"""Who owns a session: the identity that first used it, recorded in PostgreSQL (every serve process sees it). Another
-identity is refused unless it is an admin of the owner's organisation. An owner never changes, so each process
-keeps what it has read."""
+"""Who may use a session through the HTTP API: its owner (the identity that first used it, recorded in PostgreSQL, so
+every serve process and the MCP mount agree) or an admin of the owner's organisation."""
 
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from typing import Any
-
-from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert
 
 from ..invoke.run import SAFE_SESSION
 from ..storage.database import Database
-from ..storage.tables import service_sessions
+from ..storage.session_owners import SessionOwners as StoredOwners
 from .auth import Principal
 from .errors import ApiError, bad_request, not_found
-
-MAX_CACHED = 50_000
 
 
 def check_session(session_id: Any) -> str:
@@ -35,49 +28,20 @@ def default_session(principal: Principal) -> str:
 
 
 class SessionOwners:
+    """The HTTP API's view of :class:`~skillyard.storage.session_owners.SessionOwners`: errors as API errors, an
+    admin of the owner's organisation let in."""
+
     def __init__(self, database: Database) -> None:
-        self.database = database
-        self._known: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self.store = StoredOwners(database)
 
     async def owner(self, session_id: str) -> tuple[str, str] | None:
-        """(owner, org_id) of a session, or None for a session nobody used through the service."""
-        known = self._known.get(session_id)
-        if known is not None:
-            return known
-        sessions = await self.database.session_factory()
-        async with sessions() as session:
-            row = (
-                await session.execute(
-                    select(service_sessions.c.owner, service_sessions.c.org_id).where(
-                        service_sessions.c.session_id == session_id
-                    )
-                )
-            ).first()
-        if row is None:
-            return None
-        return self._remember(session_id, (row.owner, row.org_id))
-
-    def _remember(self, session_id: str, value: tuple[str, str]) -> tuple[str, str]:
-        self._known[session_id] = value
-        while len(self._known) > MAX_CACHED:
-            self._known.popitem(last=False)
-        return value
+        """(owner, org_id) of a session, or None for a session nobody used."""
+        return await self.store.owner(session_id)
 
     async def claim(self, session_id: str, principal: Principal) -> None:
         """Use a session: the first identity owns it; another is refused (403) unless an admin of its org."""
         check_session(session_id)
-        known = await self.owner(session_id)
-        if known is None:
-            sessions = await self.database.session_factory()
-            async with sessions() as session, session.begin():
-                await session.execute(
-                    insert(service_sessions)
-                    .values(session_id=session_id, owner=principal.owner, org_id=principal.org_id)
-                    .on_conflict_do_nothing(index_elements=["session_id"])
-                )
-            self._known.pop(session_id, None)
-            known = await self.owner(session_id)
-        assert known is not None
+        known = await self.store.claim(session_id, principal.owner, principal.org_id)
         self._allowed(session_id, known, principal)
 
     async def check(self, session_id: str, principal: Principal) -> None:
