@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from skillyard.chains import background_runs
 from support.outputs_probes import BIG_ROWS, PNG, listed, make_files, result_skill, sid, writer
 
 SLOW_RENDER = """
@@ -48,9 +49,13 @@ async def test_async_skills_answer_at_once_and_push_results(make_skill, yard_for
             "render",
             context={"session_id": "bg-1", "channel": "chat-t", "user_id": "u1", "skill_args": {"api_key": "k"}},
         )
-        assert ack == {"ok": True, "success": True, "async": True, "message": ack["message"]}
+        assert ack == {"ok": True, "success": True, "async": True, "run_id": ack["run_id"], "message": ack["message"]}
         assert recording_channel.sent == []
+        running = await background_runs.read(yard, ack["run_id"])
+        assert running is not None and running.session_id == "bg-1" and running.skill == "render"
         await yard.background.drain()
+        done = await background_runs.read(yard, ack["run_id"])
+        assert done is not None and done.status == "succeeded" and done.envelope["ok"] is True
         web = await yard.run("render", context={"session_id": "bg-2", "channel": "web", "skill_args": {"api_key": "k"}})
     [(recipient, text, files)] = recording_channel.sent
     assert recipient["channel"] == "chat-t" and recipient["session_id"] == "bg-1" and recipient["user_id"] == "u1"
@@ -161,7 +166,7 @@ async def test_ack_comes_at_once_and_artifacts_reach_the_channel(db_env, make_sk
         assert recording_channel.sent == []
         await yard.background.drain()
     assert took < 1.0, took
-    assert set(ack) <= {"ok", "success", "async", "message"} and ack["ok"] is True and ack["async"] is True
+    assert set(ack) <= {"ok", "success", "async", "run_id", "message"} and ack["ok"] is True and ack["async"] is True
     assert isinstance(ack["message"], str) and ack["message"]
     [(recipient, _, files)] = recording_channel.sent
     assert recipient["channel"] == "chat-d" and recipient["session_id"] == session

@@ -147,6 +147,45 @@ async def test_an_async_skill_answers_at_once_and_its_status_tool_gives_the_enve
         assert refused.is_error
 
 
+async def test_an_async_runs_status_is_answered_by_another_server_on_the_database(
+    served: Running, mcp_skills: Path
+) -> None:
+    token = await served.token("roamer")
+    async with served.client(token) as client:
+        run_id = (await client.call_tool("later", {})).structured_content["run_id"]
+    async with serving(mcp_skills, None) as other, other.client(token) as client:
+        async with asyncio.timeout(WAIT_S):
+            while True:
+                status = (await client.call_tool("skillyard_run_status", {"run_id": run_id})).structured_content
+                if status.get("status") != "running":
+                    break
+                await asyncio.sleep(0.05)
+        assert status["ok"] is True and status["value"] == 42
+        for bad in ("", "x" * 65, 7, "no-such-run"):
+            assert (await client.call_tool("skillyard_run_status", {"run_id": bad})).is_error
+
+
+async def test_a_job_recovered_by_another_process_completes_the_run_record(served: Running) -> None:
+    """The job's side as a worker runs it after the accepting process died: no overlay, the configs read there."""
+    from skillyard.chains import background_runs
+    from skillyard.chains.detached import run_background_job
+
+    token = await served.token("recovered")
+    async with served.client(token) as client:
+        await client.call_tool("echo", {"n": 1}, meta={"io.skillyard/session": "recovered-1"})
+        yard = served.server.yard
+        await background_runs.started(yard, "r" * 32, "later", "recovered-1")
+        await background_runs.started(yard, "f" * 32, "no-such-skill", "recovered-1")
+        context = {"session_id": "recovered-1", "channel": "mcp", "org_id": "acme", "role_id": "sales"}
+        await run_background_job(yard, "later", {}, context, token="from-a-dead-process", run_id="r" * 32)
+        await run_background_job(yard, "no-such-skill", {}, context, token="from-a-dead-process", run_id="f" * 32)
+        done = (await client.call_tool("skillyard_run_status", {"run_id": "r" * 32})).structured_content
+        assert done["ok"] is True and done["value"] == 42
+        failed = await client.call_tool("skillyard_run_status", {"run_id": "f" * 32})
+        assert failed.is_error and failed.structured_content["ok"] is False
+    assert (await background_runs.read(yard, "f" * 32)).status == "failed"
+
+
 async def test_a_session_of_another_identity_is_refused(served: Running) -> None:
     owner = await served.token("owner")
     intruder = await served.token("intruder")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..credentials import masked_logger
 from ..errors import SkillyardError
 from ..invoke.background import BackgroundJob
+from . import background_runs
 
 if TYPE_CHECKING:
     from ..yard import SkillYard
@@ -58,8 +59,10 @@ class BackgroundQueue:
         return self._engine
 
     async def submit(self, job: BackgroundJob) -> None:
-        """Defer a background run (committed before this returns)."""
+        """Record and defer a background run (both committed before this returns)."""
         engine = await self.engine()
+        context = job.payload["context"]
+        await background_runs.started(self.yard, job.run_id, job.payload["name"], str(context.get("session_id") or ""))
         token = uuid.uuid4().hex
         self._overlays[token] = job.overlay
         self._jobs.add(await engine.defer_background(self.queue, {**job.payload, "token": token}))

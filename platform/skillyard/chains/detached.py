@@ -12,8 +12,9 @@ from ..credentials import masked_logger
 from ..envelope import failure
 from ..errors import SkillyardError
 from ..invoke import pipeline
-from ..invoke.background import deliver_result
+from ..invoke.background import PULLED_CHANNELS, deliver_result
 from ..invoke.policy import DETACHED
+from . import background_runs
 
 if TYPE_CHECKING:
     from ..yard import SkillYard
@@ -22,9 +23,10 @@ log = masked_logger("skillyard.background")
 
 
 async def run_background_job(
-    yard: SkillYard, name: str, input: dict[str, Any], context: dict[str, Any], token: str
+    yard: SkillYard, name: str, input: dict[str, Any], context: dict[str, Any], token: str, run_id: str = ""
 ) -> None:
-    """Run one background job and push its result to the conversation it came from."""
+    """Run one background job, record its envelope under its run id and push its result to the conversation it
+    came from (a job deferred before run ids existed has none)."""
     overlay = yard.background.overlay(token)
     if overlay is None:
         log.info("background run of %r recovered from another process: configs are read now", name)
@@ -38,6 +40,10 @@ async def run_background_job(
         envelope = failure(name, f"{name} crashed in the background")
     finally:
         yard.background.forget(token)
+    if run_id:
+        await background_runs.finished(yard, run_id, envelope)
+    if ctx.get("channel") in PULLED_CHANNELS:
+        return
     resolved = yard.resolve(name)
     try:
         await deliver_result(yard, resolved[0].name if resolved else name, envelope, ctx)

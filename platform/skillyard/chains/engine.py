@@ -150,8 +150,10 @@ class ChainEngine:
             await self.steps(app.connector.pool, context.job.id, run_id, step_id)  # type: ignore[attr-defined]
 
         @app.task(name=BACKGROUND_TASK)
-        async def background_run(name: str, input: dict[str, Any], context: dict[str, Any], token: str) -> None:
-            await run_background_job(self.yard, name, input, context, token)
+        async def background_run(
+            name: str, input: dict[str, Any], context: dict[str, Any], token: str, run_id: str = ""
+        ) -> None:
+            await run_background_job(self.yard, name, input, context, token, run_id)
 
         for job_name, handler in collect_jobs(load_plugins()).items():  # the plugins' jobs (register_jobs)
             app.task(name=job_name)(_job(self.yard, handler))

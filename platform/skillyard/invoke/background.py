@@ -7,6 +7,7 @@ the delivery. The job queue that runs them is :mod:`skillyard.chains.background`
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
     from .run import Run
 
 log = masked_logger("skillyard.background")
+#: Channels whose clients ask for a background run's outcome by its run id (MCP's ``skillyard_run_status``) instead
+#: of having it pushed to a conversation.
+PULLED_CHANNELS = frozenset({"mcp"})
 
 
 def runs_in_background(skill: Skill, ctx: dict[str, Any]) -> bool:
@@ -48,7 +52,8 @@ def background_job(name: str, input: Mapping[str, Any], run: Run, configs: Mappi
     fetched before dispatch, §8, and the user's message), which a worker recovering the job after a crash lacks."""
     ctx = run.context
     portable = {k: v for k, v in ctx.items() if k not in _NOT_PORTABLE and k not in configs and _is_json(v)}
-    payload = {"name": name, "input": dict(input), "context": portable}
+    run_id = uuid.uuid4().hex
+    payload = {"name": name, "input": dict(input), "context": portable, "run_id": run_id}
     overlay = {"skill_args": dict(configs), "raw_input": ctx.get("raw_input", "")}
     return BackgroundJob(payload, overlay)
 
@@ -62,13 +67,18 @@ class BackgroundJob:
     payload: dict[str, Any]
     overlay: dict[str, Any]
 
+    @property
+    def run_id(self) -> str:
+        return str(self.payload["run_id"])
 
-def acknowledgement(skill: str, channel: str) -> dict[str, Any]:
-    """The immediate answer of an async skill (§8)."""
+
+def acknowledgement(skill: str, channel: str, run_id: str) -> dict[str, Any]:
+    """The immediate answer of an async skill (§8), with the id its outcome is recorded under."""
     return {
         "ok": True,
         "success": True,
         "async": True,
+        "run_id": run_id,
         "message": f"{skill} is running in the background; its results will be sent to this {channel} conversation "
         "when it finishes.",
     }

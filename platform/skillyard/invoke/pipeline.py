@@ -268,8 +268,9 @@ async def execute(
     if envelope is None:
         run = Run(yard, skill, sub, data, ctx, turn, depth, background=policy.detached, policy=policy)
         if depth == 0 and policy.background and runs_in_background(skill, ctx):
-            await yard.background.submit(background_job(name, input, run, configs))
-            return acknowledgement(skill.name, ctx["channel"])
+            job = background_job(name, input, run, configs)
+            await yard.background.submit(job)
+            return acknowledgement(skill.name, ctx["channel"], job.run_id)
         envelope = await finish_run(yard, run)
         if turn is not None and depth == 0:
             turn.record(skill.name, input, envelope)

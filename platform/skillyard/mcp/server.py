@@ -30,13 +30,12 @@ from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 
 from ..catalog.skill import Skill
+from ..chains import background_runs
 from ..errors import SkillyardError
-from ..invoke.policy import DETACHED
 from ..tokens.store import TokenStore
 from ..yard import SkillYard
 from .auth import StoreTokenVerifier, identity_of
 from .resources import ResourceProblem, read_resource, session_resources, skill_resources
-from .runs import BackgroundRuns
 from .session import (
     CHANNEL,
     SESSION_META_KEY,
@@ -71,7 +70,6 @@ class SkillServer:
         self.server_caller = server_caller
         self.rescan_s = rescan_s
         self.sessions = Sessions(yard.database)
-        self.runs = BackgroundRuns()
         self.verifier = StoreTokenVerifier(TokenStore(yard.database))
         self.stdio_session = new_connection_session()
         self._connections: OrderedDict[str, ServerSession] = OrderedDict()
@@ -144,15 +142,17 @@ class SkillServer:
             return error_result(str(exc))
         arguments = params.arguments or {}
         if params.name == RUN_STATUS_TOOL:
-            return self._run_status(caller, arguments)
+            return await self._run_status(caller, arguments)
         tool = self.tools.get(params.name)
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}; tools/list shows the tools")
         context = {**caller.context, "session_id": session_id, "channel": CHANNEL}
         try:
-            if tool.skill.is_async:
-                run_id = self.runs.start(caller.owner, self.yard.run(tool.name, arguments, context, policy=DETACHED))
-                return call_result(_acknowledgement(tool.name, run_id), session_id)
+            if tool.skill.is_async:  # yard.run defers it to the job queue and answers with its run id
+                envelope = await self.yard.run(tool.name, arguments, context)
+                if envelope.get("async") and envelope.get("run_id"):
+                    envelope = _acknowledgement(tool.name, envelope["run_id"])
+                return call_result(envelope, session_id)
             abort = asyncio.Event()
             context["abort_signal"] = abort
             context["progress"] = ctx.session.report_progress
@@ -175,13 +175,17 @@ class SkillServer:
             task.cancel()
             raise
 
-    def _run_status(self, caller: Caller, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def _run_status(self, caller: Caller, arguments: dict[str, Any]) -> types.CallToolResult:
+        """A background run's envelope, or ``{"status": "running"}``, from PostgreSQL (any process answers), for
+        the identity that owns the session it ran in only."""
         run_id = arguments.get("run_id")
-        if not isinstance(run_id, str) or not run_id:
+        if not isinstance(run_id, str) or not run_id or len(run_id) > 64:
             return error_result(f'{RUN_STATUS_TOOL} needs {{"run_id": "..."}}, the id an async skill answered with')
-        status = self.runs.status(caller.owner, run_id)
-        if status is None:
+        run = await background_runs.read(self.yard, run_id)
+        owner = await self.sessions.owners.owner(run.session_id) if run is not None else None
+        if run is None or owner is None or owner[0] != caller.owner:
             return error_result(f"no background run {run_id!r} of yours; use the run_id an async skill answered with")
+        status = run.envelope if run.envelope is not None else {"status": "running", "run_id": run_id}
         return types.CallToolResult(
             content=[types.TextContent(text=_json(status))],
             structured_content=status,
@@ -241,7 +245,7 @@ class SkillServer:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[SkillServer]:
-        """The host open, the catalog watched; background runs stopped and the host closed after."""
+        """The host open, the catalog watched; the host closed after (closing waits for its background runs)."""
         async with self.yard:
             watcher = asyncio.get_running_loop().create_task(self._watch())
             try:
@@ -249,7 +253,6 @@ class SkillServer:
             finally:
                 watcher.cancel()
                 await asyncio.gather(watcher, return_exceptions=True)
-                await self.runs.close()
 
     # transports ------------------------------------------------------------------------------------------
     def http_app(self, host: str, port: int, require_token: bool, path: str = "/mcp") -> Starlette:

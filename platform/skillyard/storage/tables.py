@@ -225,6 +225,18 @@ agent_events = Table(
     Column("claimed_by", String(64)),
 )
 
+background_runs = Table(  # async skills' background runs by run id (§8): read back by whoever started them
+    "background_runs",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("skill", String(200), nullable=False),
+    Column("session_id", String(200), nullable=False),
+    Column("status", String(20), nullable=False),  # running, succeeded, failed
+    Column("envelope", JSONB),
+    Column("created_at", DateTime(timezone=True), server_default=func.now(), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+)
+
 agent_event_waits = Table(
     "agent_event_waits",
     metadata,
