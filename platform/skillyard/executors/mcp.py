@@ -130,12 +130,20 @@ def doctor_checks(yard: SkillYard) -> list[dict[str, Any]] | None:
             )
             continue
         detail = f"{len(row['tools'])} tool(s), fetched {row['age_s']:.0f} s ago"
+        if row["sandbox"] == "host":
+            detail += ", runs on the host (sandbox = false)"
+        elif row["sandbox"] is not None:
+            detail += f", runs at sandbox tier {row['sandbox']}"
+        if row["sandbox_problem"]:
+            problems.append(f"it cannot start: {row['sandbox_problem']}")
         checks.append(
             {
                 "name": f"mcp server {name}",
                 "status": "warn" if problems else "ok",
                 "detail": detail + ("; " + "; ".join(problems) if problems else ""),
-                "fix": f"fix the server's tools or its allow list, then `skillyard mcp refresh {name}`"
+                "fix": "make the sandbox tier available (skillyard sandbox status) or unset SKILLYARD_SANDBOX"
+                if row["sandbox_problem"]
+                else f"fix the server's tools or its allow list, then `skillyard mcp refresh {name}`"
                 if problems
                 else None,
             }

@@ -179,22 +179,38 @@ def remove_cgroup(folder: str) -> None:
         time.sleep(0.002)
 
 
-def _memory_kind(skill: Skill, python_cli: bool) -> str:
-    """Python and Ruby get an address-space limit; Node and Go reserve large virtual ranges, so they get a data
-    limit instead."""
-    kind = "PYTHON" if python_cli or skill.exec.python_cli else (skill.exec.type or "")
-    return "data" if kind in ("NODE", "GO") else "as"
+@dataclass(frozen=True)
+class Program:
+    """What the sandbox must know of what it runs, whoever starts it: a skill's run or a long-lived MCP server."""
+
+    read: tuple[str, ...]  # folders bound read-only at tier A (the code), by their real paths
+    write: tuple[str, ...] = ()  # folders bound read-write besides the workspace, given to the sandbox user
+    network: bool = False
+    memory: str = "as"  # the rlimit that bounds memory: "as", or "data" for runtimes that reserve large ranges
+    go: bool = False  # a Go build: its cache lives in the private /tmp
+    cpu_limit: bool = True  # a run's CPU seconds; a server lives for many calls and has none
+    workdir: str | None = None  # where it starts when it has no workspace (a server's own folder)
+
+    @classmethod
+    def of_skill(cls, skill: Skill, python_cli: bool = False) -> Program:
+        """Python and Ruby get an address-space limit; Node and Go reserve large virtual ranges, so they get a
+        data limit instead."""
+        kind = "PYTHON" if python_cli or skill.exec.python_cli else (skill.exec.type or "")
+        memory = "data" if kind in ("NODE", "GO") else "as"
+        return cls((os.path.realpath(skill.dir),), network=skill.network, memory=memory, go=kind == "GO")
 
 
-def _prlimit(settings: SandboxSettings, memory: str, extra_procs: int) -> list[str]:
+def _prlimit(settings: SandboxSettings, program: Program, extra_procs: int) -> list[str]:
     mb = 1024 * 1024
+    # SIGXCPU at the soft CPU limit says why; SIGKILL a second on
+    cpu = [f"--cpu={settings.cpu_s}:{settings.cpu_s + 1}"] if program.cpu_limit else []
     return [
         "--core=0",
-        f"--cpu={settings.cpu_s}:{settings.cpu_s + 1}",  # SIGXCPU at the soft limit says why; SIGKILL a second on
+        *cpu,
         f"--fsize={settings.file_mb * mb}",
         f"--nofile={settings.open_files}",
         f"--nproc={settings.processes + extra_procs}",
-        f"--{memory}={settings.memory_mb * mb}",
+        f"--{program.memory}={settings.memory_mb * mb}",
     ]
 
 
@@ -332,31 +348,33 @@ def kill_marked(mark: str) -> None:
 
 
 def wrap(
-    skill: Skill,
+    program: Program,
     tier: str,
     argv: Sequence[str],
     env: Mapping[str, str],
     cwd: str | None,
     settings: SandboxSettings,
-    python_cli: bool = False,
+    plain_spawn: bool = False,
 ) -> Wrapped:
-    """The run's argv, environment and Popen options at ``tier`` (from :func:`tier_for`) on this machine."""
+    """The run's argv, environment and Popen options at ``tier`` (from :func:`tier_for`) on this machine. ``cwd``
+    is the run's workspace (read-write, given to the sandbox user). ``plain_spawn``: the spawner passes no
+    descriptors and switches no user (the MCP SDK's stdio client), so the argv does both and the Popen options
+    are only a new session."""
     if tier == "off":
         return Wrapped("off", list(argv), dict(env), {"start_new_session": True}, cwd, settings)
     from ..sandbox import LAUNCHER
 
     found = machine(settings.user)
     user = found.user if found.root else None
-    memory = _memory_kind(skill, python_cli)
     if tier == "A":
-        return _bubblewrap(skill, argv, env, cwd, settings, found, user, memory, LAUNCHER)
+        return _bubblewrap(program, argv, env, cwd, settings, found, user, LAUNCHER, plain_spawn)
     mark = secrets.token_hex(12)
     child_env = {**env, RUN_MARK: mark}
     popen: dict[str, Any] = {"start_new_session": True}
     scratch = None
     if tier == "B":
         assert user is not None  # tier B is offered only to a root host with the sandbox user
-        for folder in (str(skill.dir), *([cwd] if cwd else [])):
+        for folder in _folders(program, cwd):
             if not _reachable(folder, user):
                 raise SandboxUnavailable(
                     f"at tier B the sandbox user {user.pw_name!r} cannot reach {folder} (a folder above it is closed "
@@ -365,8 +383,8 @@ def wrap(
         scratch = tempfile.mkdtemp(prefix="skillyard-sandbox-")
         os.chown(scratch, user.pw_uid, user.pw_gid)
         child_env.update(HOME=scratch, TMPDIR=scratch)
-        if cwd:
-            _give_workspace(cwd, user)
+        for folder in (*program.write, *([cwd] if cwd else [])):
+            _give_workspace(folder, user)
     procs = 0 if tier == "B" else _own_processes(os.getuid())
     # On a root host a pids cgroup holds the run: at C because root ignores RLIMIT_NPROC, at B so that every
     # process of the run is found and killed, whatever it did to its environment and session.
@@ -375,18 +393,23 @@ def wrap(
     if tier == "B":  # the launcher joins the cgroup as root, then drops to the user: no cgroup is ever the user's
         assert user is not None
         head += ["--user", str(user.pw_uid), str(user.pw_gid)]
-    command = ["/bin/sh", str(LAUNCHER), *head, *_prlimit(settings, memory, procs), "--", *argv]
+    command = ["/bin/sh", str(LAUNCHER), *head, *_prlimit(settings, program, procs), "--", *argv]
     return Wrapped(tier, command, child_env, popen, cwd, settings, mark=mark, scratch=scratch, cgroup=cgroup)
 
 
-def fit_tier(tier: str, skill: Skill, cwd: str | None, settings: SandboxSettings) -> tuple[str, str | None]:
-    """``auto`` means the best tier that can run this skill: tier B needs the sandbox user to reach the skill and the
-    workspace, so auto runs a skill it cannot reach at tier C, with a warning saying why. A tier named in
+def _folders(program: Program, cwd: str | None) -> tuple[str, ...]:
+    """Every folder a run needs to reach: its code, its writable folders and its workspace."""
+    return (*program.read, *program.write, *([cwd] if cwd else []))
+
+
+def fit_tier(tier: str, program: Program, cwd: str | None, settings: SandboxSettings) -> tuple[str, str | None]:
+    """``auto`` means the best tier that can run this program: tier B needs the sandbox user to reach its folders
+    and the workspace, so auto runs a program it cannot reach at tier C, with a warning saying why. A tier named in
     ``SKILLYARD_SANDBOX`` is never lowered (the run fails instead)."""
     user = machine(settings.user).user
     if tier != "B" or settings.mode != "auto" or user is None:
         return tier, None
-    closed = next((f for f in (str(skill.dir), *([cwd] if cwd else [])) if not _reachable(f, user)), None)
+    closed = next((f for f in _folders(program, cwd) if not _reachable(f, user)), None)
     if closed is None:
         return tier, None
     return "C", (
@@ -427,16 +450,21 @@ def _stage_dir() -> str:
     return folder
 
 
+#: A shell that opens ``$1`` (this process's descriptor of the arguments, by its /proc path) as descriptor 3 and
+#: runs the rest: how bubblewrap gets its arguments from a spawner that passes no descriptors.
+_REOPEN_ARGS = ("/bin/sh", "-c", 'exec 3<"$1" && shift && exec "$@"', "skillyard-sandbox")
+
+
 def _bubblewrap(
-    skill: Skill,
+    program: Program,
     argv: Sequence[str],
     env: Mapping[str, str],
     cwd: str | None,
     settings: SandboxSettings,
     found: Machine,
     user: pwd.struct_passwd | None,
-    memory: str,
     launcher: Path,
+    plain_spawn: bool,
 ) -> Wrapped:
     """bubblewrap as an unprivileged user. A root host starts it as the sandbox user, or, when a folder the run
     needs is closed to that user (under ``/root``), through ``sandbox/stage.sh``, which binds those folders where
@@ -457,20 +485,21 @@ def _bubblewrap(
             sources.append(folder)
         args.extend([option, source, folder])
 
-    for folder in (*_interpreter_dirs(), str(launcher.parent), os.path.realpath(skill.dir)):
+    for folder in (*_interpreter_dirs(), str(launcher.parent), *program.read):
         bind("--ro-bind", folder)
-    if cwd:
+    for folder in (*program.write, *([cwd] if cwd else [])):
         if user is not None:
-            _give_workspace(cwd, user)
-        bind("--bind", cwd)
-        args += ["--chdir", cwd]
-    if skill.network:
+            _give_workspace(folder, user)
+        bind("--bind", folder)
+    if cwd or program.workdir:
+        args += ["--chdir", cwd or program.workdir or ""]
+    if program.network:
         args.append("--share-net")
         resolver = os.path.realpath("/etc/resolv.conf")  # often a link into /run (systemd-resolved)
         if not resolver.startswith("/etc/"):
             args += ["--ro-bind-try", resolver, resolver]
     inside = {**env, "HOME": "/tmp", "TMPDIR": "/tmp"}
-    if skill.exec.type == "GO":
+    if program.go:
         inside.update(GOCACHE="/tmp/go-build", GOPATH="/tmp/go")
     for name, value in inside.items():
         args += ["--setenv", name, value]
@@ -479,7 +508,8 @@ def _bubblewrap(
     os.write(fd, b"\0".join(a.encode("utf-8", "surrogateescape") for a in args) + b"\0")
     os.lseek(fd, 0, os.SEEK_SET)
     procs = 0 if user is not None else _own_processes(os.getuid())  # the host's own user: its processes count too
-    command = [found.bwrap, "--args", str(fd), "--", "/bin/sh", str(launcher), *_prlimit(settings, memory, procs)]
+    args_fd = "3" if plain_spawn else str(fd)
+    command = [found.bwrap, "--args", args_fd, "--", "/bin/sh", str(launcher), *_prlimit(settings, program, procs)]
     command += ["--", *argv]
     popen: dict[str, Any] = {"start_new_session": True, "pass_fds": (fd,)}
     if user is not None and stage is not None:
@@ -488,8 +518,14 @@ def _bubblewrap(
         ids = [str(user.pw_uid), str(user.pw_gid), str(len(sources))]
         head = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", str(STAGER), stage, *ids]
         command = [*head, *sources, "--", *command]
+    elif user is not None and plain_spawn:  # the same drop as stage.sh's, with descriptor 3 kept
+        drop = [f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"]
+        command = ["setpriv", *drop, "--inh-caps=-all", "--bounding-set=-all", *command]
     elif user is not None:  # every folder is reachable: bwrap starts as the sandbox user straight away
         popen.update(user=user.pw_uid, group=user.pw_gid, extra_groups=[])
+    if plain_spawn:  # the descriptor stays open here until the program started (Wrapped.started)
+        command = [*_REOPEN_ARGS, f"/proc/{os.getpid()}/fd/{fd}", *command]
+        popen = {"start_new_session": True}
     return Wrapped("A", command, {"PATH": os.defpath}, popen, cwd, settings, fds=[fd])
 
 

@@ -25,6 +25,7 @@ from ..invoke.inputs import SUBCOMMAND
 from ..settings import SandboxSettings
 from .sandbox import (
     OFF_WARNING,
+    Program,
     SandboxUnavailable,
     below_required,
     fit_tier,
@@ -265,7 +266,8 @@ async def run_subprocess(
         os.makedirs(cwd, exist_ok=True)
         cwd = os.path.realpath(cwd)  # bound at its real path in the sandbox, so paths in input and output hold
     public, secret_env = split_secret_params(skill, input)
-    tier, lowered = fit_tier(tier, skill, cwd, sandbox)
+    program = Program.of_skill(skill, force_python_cli)
+    tier, lowered = fit_tier(tier, program, cwd, sandbox)
     refusal = below_required(tier, ctx.get("role_id"), sandbox)
     if refusal is not None:
         return failure(
@@ -287,7 +289,7 @@ async def run_subprocess(
             non_retriable=True,
         )
     try:
-        wrapped = wrap(skill, tier, [*argv, *input_argv(public)], env, cwd, sandbox, force_python_cli)
+        wrapped = wrap(program, tier, [*argv, *input_argv(public)], env, cwd, sandbox)
     except SandboxUnavailable as exc:
         return failure(
             skill.name,

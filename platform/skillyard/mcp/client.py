@@ -5,7 +5,8 @@ A connection whose server died is restarted once on the next call; the pool clos
 closes. The SDK's client is an anyio context manager, which must be left in the task that entered it, so each
 connection is held open by a task of its own and calls reach it from any task.
 
-A stdio server's stderr goes to ``SKILLYARD_HOME/logs/mcp-<name>.log`` (never to the host's own output).
+A stdio server starts in the sandbox of subprocess skills (:mod:`.launch`); its stderr goes to
+``SKILLYARD_HOME/logs/mcp-<name>.log`` (never to the host's own output).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import SkillyardError
+from ..executors.sandbox import SandboxUnavailable
+from ..settings import SandboxSettings
+from .launch import Launch, launch
 from .settings import McpServer
 
 log = logging.getLogger("skillyard.mcp")
@@ -32,23 +36,24 @@ class McpUnreachable(SkillyardError):
 class McpConnection:
     """One server's connection (see the module docstring)."""
 
-    def __init__(self, server: McpServer, logs: Path) -> None:
+    def __init__(self, server: McpServer, logs: Path, sandbox: SandboxSettings) -> None:
         self.server = server
         self.logs = logs
+        self.sandbox = sandbox
         self._client: Any = None
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._lock = asyncio.Lock()
 
-    def _target(self, errlog: TextIO) -> Any:
-        """The SDK transport to hand ``mcp.Client``: a stdio launch, the URL, or HTTP with our headers."""
+    def _stdio(self, started: Launch, errlog: TextIO) -> Any:
+        """The SDK's stdio transport spawning the sandboxed command."""
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        if self.server.command:
-            params = StdioServerParameters(
-                command=self.server.command, args=list(self.server.args), env=dict(self.server.env), cwd=self.server.cwd
-            )
-            return stdio_client(params, errlog=errlog)
+        params = StdioServerParameters(command=started.command, args=started.args, env=started.env, cwd=started.cwd)
+        return stdio_client(params, errlog=errlog)
+
+    def _http(self) -> Any:
+        """The SDK transport of a streamable HTTP server: the URL, or HTTP with our headers."""
         assert self.server.url is not None
         if not self.server.headers:
             return self.server.url
@@ -63,11 +68,18 @@ class McpConnection:
         from mcp.client.client import Client
 
         self.logs.mkdir(parents=True, exist_ok=True)
+        started: Launch | None = None
         with open(self.logs / f"mcp-{self.server.name}.log", "a", encoding="utf-8") as errlog:
             try:
-                target = self._target(errlog)
-                client = Client(target)
+                if self.server.command:
+                    started = launch(self.server, self.sandbox)
+                    if started.warning:
+                        log.warning("MCP server %r: %s", self.server.name, started.warning)
+                    log.info("MCP server %r starts at sandbox tier %s", self.server.name, started.tier)
+                client = Client(self._stdio(started, errlog) if started else self._http())
                 async with client:
+                    if started is not None:
+                        started.started()
                     if not ready.done():
                         ready.set_result(client)
                     await self._stop.wait()
@@ -77,6 +89,9 @@ class McpConnection:
                 if isinstance(exc, asyncio.CancelledError):
                     raise
                 log.warning("MCP server %r: the connection ended (%s)", self.server.name, type(exc).__name__)
+            finally:
+                if started is not None:
+                    await asyncio.shield(asyncio.to_thread(started.finish))
 
     async def client(self) -> Any:
         """The connected client, starting (or restarting) the server when needed."""
@@ -95,6 +110,8 @@ class McpConnection:
                     f"MCP server {self.server.name!r} did not answer the handshake within {CONNECT_TIMEOUT_S:g} s; "
                     f"check its command/url and its log {self.logs / f'mcp-{self.server.name}.log'}"
                 ) from None
+            except SandboxUnavailable as exc:
+                raise McpUnreachable(f"MCP server {self.server.name!r} cannot start in the sandbox: {exc}") from None
             except Exception as exc:
                 raise McpUnreachable(
                     f"MCP server {self.server.name!r} could not be {'started' if self.server.command else 'reached'}: "
@@ -142,9 +159,10 @@ def _reason(exc: BaseException) -> str:
 class McpPool:
     """Connections by server name, created on first use."""
 
-    def __init__(self, servers: dict[str, McpServer], logs: Path) -> None:
+    def __init__(self, servers: dict[str, McpServer], logs: Path, sandbox: SandboxSettings) -> None:
         self.servers = servers
         self.logs = logs
+        self.sandbox = sandbox
         self._connections: dict[str, McpConnection] = {}
 
     def connection(self, name: str) -> McpConnection:
@@ -154,7 +172,7 @@ class McpPool:
             raise McpUnreachable(f"no MCP server {name!r} in settings.toml [mcp.servers] (configured: {known})")
         found = self._connections.get(name)
         if found is None or found.server != server:
-            found = self._connections[name] = McpConnection(server, self.logs)
+            found = self._connections[name] = McpConnection(server, self.logs, self.sandbox)
         return found
 
     async def list_tools(self, name: str) -> list[Any]:

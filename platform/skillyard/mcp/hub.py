@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..executors.sandbox import SandboxUnavailable, tier_for
 from .cache import Refresh, read_state, stale, write_cache
 from .client import McpPool
 from .settings import McpServer, load_servers
@@ -34,7 +35,7 @@ class McpHub:
     @property
     def pool(self) -> McpPool:
         if self._pool is None:
-            self._pool = McpPool(self.servers, self.home / "logs")
+            self._pool = McpPool(self.servers, self.home / "logs", self.yard.settings.sandbox)
         return self._pool
 
     def server(self, name: str) -> McpServer | None:
@@ -78,6 +79,7 @@ class McpHub:
                 {
                     "server": name,
                     "transport": server.transport,
+                    **self._sandbox(server),
                     "fetched": state is not None,
                     "age_s": round(now - fetched, 1) if isinstance(fetched, int | float) else None,
                     "stale": stale(self.home, server),
@@ -87,6 +89,18 @@ class McpHub:
                 }
             )
         return rows
+
+    def _sandbox(self, server: McpServer) -> dict[str, str | None]:
+        """Where a stdio server runs (``sandbox``: its tier, or ``host`` with ``sandbox = false``; None over HTTP)
+        and, when the configured tier cannot run here, why (``sandbox_problem``)."""
+        if server.transport != "stdio":
+            return {"sandbox": None, "sandbox_problem": None}
+        if server.sandbox is None:
+            return {"sandbox": "host", "sandbox_problem": None}
+        try:
+            return {"sandbox": tier_for(self.yard.settings.sandbox), "sandbox_problem": None}
+        except SandboxUnavailable as exc:
+            return {"sandbox": None, "sandbox_problem": str(exc)}
 
     async def close(self) -> None:
         if self._pool is not None:

@@ -4,8 +4,10 @@ A server is either stdio (``command``, ``args``, ``env``) or streamable HTTP (``
 ``allow`` (optional) is an allow-list the server's ``tools/list`` is always intersected with; ``aliases`` keeps an
 old tool name resolvable after the server renamed it (``[mcp.servers.NAME.aliases] old = "new"``); ``timeout``
 bounds each call (seconds, default 60). ``${VAR}`` in ``env`` values, ``headers`` values and ``url`` comes from the
-host environment; only what is listed in ``env`` reaches a stdio server. A server entry with a problem is left
-out and the problem is kept for ``skillyard list`` / ``doctor``; the other servers still load.
+host environment; only what is listed in ``env`` reaches a stdio server. A stdio server runs in the sandbox of
+subprocess skills; ``[mcp.servers.NAME.sandbox]`` gives it the network and folders (``network``, ``read``,
+``write``), ``sandbox = false`` runs a trusted one on the host. A server entry with a problem is left out and the
+problem is kept for ``skillyard list`` / ``doctor``; the other servers still load.
 """
 
 from __future__ import annotations
@@ -24,7 +26,17 @@ SETTINGS_FILE = "settings.toml"
 DEFAULT_TIMEOUT_S = 60.0
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-_KEYS = {"command", "args", "env", "url", "headers", "allow", "aliases", "timeout", "cwd"}
+_KEYS = {"command", "args", "env", "url", "headers", "allow", "aliases", "timeout", "cwd", "sandbox"}
+_SANDBOX_KEYS = {"network", "read", "write"}
+
+
+@dataclass(frozen=True)
+class SandboxProfile:
+    """What the sandbox lets a stdio server have beyond its command line's folders (docs/mcp.md, Sandbox)."""
+
+    network: bool = False
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -41,6 +53,7 @@ class McpServer:
     allow: tuple[str, ...] | None = None
     aliases: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT_S
+    sandbox: SandboxProfile | None = field(default_factory=lambda: SandboxProfile())
 
     @property
     def transport(self) -> str:
@@ -111,6 +124,8 @@ def parse_server(name: str, raw: Any) -> McpServer:
         raise McpSettingsError(f"{where}.command must be a string")
     if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
         raise McpSettingsError(f"{where}.url must be an http:// or https:// URL")
+    if url is not None and "sandbox" in raw:
+        raise McpSettingsError(f"{where}.sandbox applies to stdio servers (command) only; remove it")
     timeout = raw.get("timeout", DEFAULT_TIMEOUT_S)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 3600:
         raise McpSettingsError(f"{where}.timeout must be a number of seconds between 0 and 3600")
@@ -129,7 +144,33 @@ def parse_server(name: str, raw: Any) -> McpServer:
         allow=_strings(allow, f"{where}.allow") if allow is not None else None,
         aliases=aliases,
         timeout=float(timeout),
+        sandbox=_sandbox(raw.get("sandbox", True), where) if command else None,
     )
+
+
+def _sandbox(raw: Any, where: str) -> SandboxProfile | None:
+    """``sandbox = false`` (None: the server runs on the host), ``true`` (the default profile) or a table."""
+    if raw is False:
+        return None
+    if raw is True:
+        return SandboxProfile()
+    where = f"{where}.sandbox"
+    if not isinstance(raw, dict):
+        raise McpSettingsError(f"{where} must be true, false or a table such as {{ network = true }}")
+    unknown = sorted(set(raw) - _SANDBOX_KEYS)
+    if unknown:
+        raise McpSettingsError(f"{where}: unknown key(s) {', '.join(unknown)}; known: network, read, write")
+    network = raw.get("network", False)
+    if not isinstance(network, bool):
+        raise McpSettingsError(f"{where}.network must be true or false")
+    folders = {}
+    for key in ("read", "write"):
+        paths = _strings(raw.get(key, []), f"{where}.{key}")
+        relative = [p for p in paths if not os.path.isabs(p)]
+        if relative:
+            raise McpSettingsError(f"{where}.{key}: {relative[0]!r} is not an absolute path; write the full path")
+        folders[key] = tuple(os.path.realpath(p) for p in paths)
+    return SandboxProfile(network=network, read=folders["read"], write=folders["write"])
 
 
 def load_servers(home: Path) -> tuple[dict[str, McpServer], list[str]]:

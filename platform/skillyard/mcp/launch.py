@@ -1,0 +1,101 @@
+"""How a stdio MCP server starts: through the subprocess skills' sandbox (executors/sandbox.py), at the host's tier.
+
+A server lives for many calls, so it gets the sandbox's limits except the per-run CPU seconds, and no workspace:
+at tier A it sees the system folders, its working folder (``cwd``) and the folders its command line names,
+read-only, plus what ``[mcp.servers.NAME.sandbox]`` adds (``read``, ``write``, ``network``). ``sandbox = false``
+starts it on the host as before (a server the admin trusts with the host).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+from ..executors.sandbox import Program, SandboxUnavailable, Wrapped, fit_tier, tier_for, wrap
+from ..executors.subprocess import BASE_ENV
+from ..settings import SandboxSettings
+from .settings import McpServer
+
+
+@dataclass
+class Launch:
+    """One start of a server: the command the SDK spawns, and the sandbox's clean-up when it ends."""
+
+    command: str
+    args: list[str]
+    env: dict[str, str]
+    cwd: str | None
+    tier: str
+    wrapped: Wrapped | None = None
+    warning: str | None = None
+
+    def started(self) -> None:
+        """The server answered: what it inherited is its own now."""
+        if self.wrapped is not None:
+            self.wrapped.started()
+
+    def finish(self) -> None:
+        """Kill what the server left behind and remove its scratch folders (blocking: call it in a thread)."""
+        if self.wrapped is not None:
+            self.wrapped.finish()
+
+
+def _system(path: str) -> bool:
+    return path == "/usr" or path.startswith("/usr/")
+
+
+def package_root(path: str) -> str:
+    """The folder a program at ``path`` needs: the one holding the outermost ``node_modules`` above it (a Node
+    package's dependencies), else the Python virtual environment it lives in (``pyvenv.cfg``), else its own folder."""
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    parts = folder.split(os.sep)
+    if "node_modules" in parts[2:]:  # never / itself
+        return os.sep.join(parts[: parts.index("node_modules", 2)])
+    above = folder
+    while above != os.path.dirname(above):
+        if os.path.isfile(os.path.join(above, "pyvenv.cfg")):
+            return above
+        above = os.path.dirname(above)
+    return folder
+
+
+def program(server: McpServer, command: str) -> Program:
+    """The server's sandbox: its cwd, the package roots of its command and of each absolute path among its
+    arguments (:func:`package_root`), and its profile's folders and network."""
+    assert server.sandbox is not None
+    read: list[str] = []
+    named = [command, *(a for a in server.args if os.path.isabs(a) and os.path.exists(a))]
+    for path in named:
+        read += [package_root(found) for found in dict.fromkeys((path, os.path.realpath(path)))]
+    cwd = os.path.realpath(server.cwd) if server.cwd else None
+    read = [*([cwd] if cwd else []), *read, *server.sandbox.read]
+    kept = tuple(dict.fromkeys(f for f in read if f and not _system(f) and f not in server.sandbox.write))
+    return Program(
+        kept,
+        write=server.sandbox.write,
+        network=server.sandbox.network,
+        memory="data",  # Node and Go servers reserve large virtual ranges
+        cpu_limit=False,
+        workdir=cwd,
+    )
+
+
+def launch(server: McpServer, settings: SandboxSettings) -> Launch:
+    """The start of a stdio server at the host's sandbox tier (raises :class:`SandboxUnavailable` when the tier
+    named in the settings cannot run here or cannot reach the server's folders)."""
+    assert server.command is not None
+    env = {k: os.environ[k] for k in BASE_ENV if k in os.environ} | dict(server.env)
+    cwd = server.cwd
+    if server.sandbox is None:
+        return Launch(server.command, list(server.args), env, cwd, "host")
+    found = shutil.which(server.command, path=env.get("PATH"))
+    if found is None:
+        raise SandboxUnavailable(
+            f"command {server.command!r} is not on PATH; give its absolute path in [mcp.servers.{server.name}]"
+        )
+    command = os.path.abspath(found)
+    sandboxed = program(server, command)
+    tier, lowered = fit_tier(tier_for(settings), sandboxed, None, settings)
+    wrapped = wrap(sandboxed, tier, [command, *server.args], env, None, settings, plain_spawn=True)
+    return Launch(wrapped.argv[0], wrapped.argv[1:], wrapped.env, cwd, tier, wrapped, lowered)
