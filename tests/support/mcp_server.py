@@ -73,7 +73,9 @@ async def execute(input, ctx):
         "",
         {
             "handler.py": "import asyncio\n"
-            "async def execute(input, ctx):\n    await asyncio.sleep(0.2)\n    return {'ok': True, 'value': 42}\n"
+            "async def execute(input, ctx):\n    await asyncio.sleep(0.2)\n"
+            "    if input.get('fail'):\n        return {'ok': False, 'error': 'asked to fail'}\n"
+            "    return {'ok': True, 'value': 42}\n"
         },
     ),
     "vault": (

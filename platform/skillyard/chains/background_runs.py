@@ -29,6 +29,8 @@ class BackgroundRun:
     session_id: str
     status: str
     envelope: dict[str, Any] | None
+    created_at: dt.datetime
+    finished_at: dt.datetime | None
 
 
 async def started(yard: SkillYard, run_id: str, skill: str, session_id: str) -> None:
@@ -59,4 +61,6 @@ async def read(yard: SkillYard, run_id: str) -> BackgroundRun | None:
         row = (await session.execute(select(background_runs).where(background_runs.c.run_id == run_id))).first()
     if row is None:
         return None
-    return BackgroundRun(row.run_id, row.skill, row.session_id, row.status, row.envelope)
+    return BackgroundRun(
+        row.run_id, row.skill, row.session_id, row.status, row.envelope, row.created_at, row.finished_at
+    )

@@ -3,7 +3,8 @@ HTTP), their files as resources, the catalog watched for ``tools/list_changed``.
 
 Every call runs through ``yard.run`` with the caller's identity (its token, or the server's ``--context``) in the
 MCP session's skillyard session; a client's cancellation sets the run's ``abort_signal``, its progress token
-receives what the skill reports through ``runtime_context["progress"]``.
+receives what the skill reports through ``runtime_context["progress"]``. Async skills answer as MCP tasks where the
+client asks for one (:mod:`.tasks`), else with an acknowledgement and ``skillyard_run_status``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
@@ -21,7 +23,7 @@ import mcp_types as types
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.lowlevel import NotificationOptions
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
@@ -47,6 +49,7 @@ from .session import (
     new_connection_session,
     session_from_mcp,
 )
+from .tasks import RELATED_TASK, TaskServer, answer_created_tasks, created, task_of, wait_for_end, wants_task
 from .tools import RUN_STATUS_TOOL, ExposedTool, call_result, error_result, exposed_tools, tool_list
 
 log = logging.getLogger("skillyard.mcp")
@@ -75,7 +78,7 @@ class SkillServer:
         self._connections: OrderedDict[str, ServerSession] = OrderedDict()
         self.tools: dict[str, ExposedTool] = exposed_tools(yard)
         self.changes = InMemorySubscriptionBus()  # 2026-07-28 clients hear of changes on subscriptions/listen
-        self.lowlevel: Server[Any] = Server(
+        self.lowlevel = TaskServer(
             "skillyard",
             version=_version(),
             instructions="skillyard skills as tools; each skill's SKILL.md and references/ are resources.",
@@ -85,6 +88,9 @@ class SkillServer:
             on_read_resource=self._read_resource,
             on_subscriptions_listen=ListenHandler(self.changes),
         )
+        self.lowlevel.add_request_handler("tasks/get", types.GetTaskRequestParams, self._get_task)
+        self.lowlevel.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, self._task_result)
+        self.lowlevel.middleware.append(answer_created_tasks)
 
     def initialization_options(self) -> Any:
         return self.lowlevel.create_initialization_options(NotificationOptions(tools_changed=True))
@@ -141,15 +147,24 @@ class SkillServer:
         except SessionRefused as exc:
             return error_result(str(exc))
         arguments = params.arguments or {}
+        tool = self.tools.get(params.name)
+        as_task = wants_task(ctx, params)
+        if as_task and (tool is None or not tool.skill.is_async):
+            raise MCPError(
+                types.METHOD_NOT_FOUND,
+                f"tool {params.name!r} does not run as a task (its execution.taskSupport is forbidden); call it "
+                "without task",
+            )
         if params.name == RUN_STATUS_TOOL:
             return await self._run_status(caller, arguments)
-        tool = self.tools.get(params.name)
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}; tools/list shows the tools")
         context = {**caller.context, "session_id": session_id, "channel": CHANNEL}
         try:
             if tool.skill.is_async:  # yard.run defers it to the job queue and answers with its run id
                 envelope = await self.yard.run(tool.name, arguments, context)
+                if as_task:
+                    raise created(await self._task_run(tool.name, session_id, envelope), tool.name)
                 if envelope.get("async") and envelope.get("run_id"):
                     envelope = _acknowledgement(tool.name, envelope["run_id"])
                 return call_result(envelope, session_id)
@@ -175,15 +190,31 @@ class SkillServer:
             task.cancel()
             raise
 
+    async def _own_run(self, caller: Caller, run_id: object) -> background_runs.BackgroundRun | None:
+        """A background run from PostgreSQL (any process answers), when the caller owns the session it ran in."""
+        if not isinstance(run_id, str) or not run_id or len(run_id) > 64:
+            return None
+        run = await background_runs.read(self.yard, run_id)
+        owner = await self.sessions.owners.owner(run.session_id) if run is not None else None
+        return run if run is not None and owner is not None and owner[0] == caller.owner else None
+
+    async def _task_run(self, tool: str, session_id: str, envelope: dict[str, Any]) -> str:
+        """The run id of a task-augmented call; a call that failed before it was queued (bad input) gets a run
+        record of its own, already failed, so its task says so."""
+        if envelope.get("async") and isinstance(envelope.get("run_id"), str):
+            return str(envelope["run_id"])
+        run_id = uuid.uuid4().hex
+        await background_runs.started(self.yard, run_id, tool, session_id)
+        await background_runs.finished(self.yard, run_id, envelope)
+        return run_id
+
     async def _run_status(self, caller: Caller, arguments: dict[str, Any]) -> types.CallToolResult:
-        """A background run's envelope, or ``{"status": "running"}``, from PostgreSQL (any process answers), for
-        the identity that owns the session it ran in only."""
+        """A background run's envelope, or ``{"status": "running"}``, for the identity that owns its session."""
         run_id = arguments.get("run_id")
         if not isinstance(run_id, str) or not run_id or len(run_id) > 64:
             return error_result(f'{RUN_STATUS_TOOL} needs {{"run_id": "..."}}, the id an async skill answered with')
-        run = await background_runs.read(self.yard, run_id)
-        owner = await self.sessions.owners.owner(run.session_id) if run is not None else None
-        if run is None or owner is None or owner[0] != caller.owner:
+        run = await self._own_run(caller, run_id)
+        if run is None:
             return error_result(f"no background run {run_id!r} of yours; use the run_id an async skill answered with")
         status = run.envelope if run.envelope is not None else {"status": "running", "run_id": run_id}
         return types.CallToolResult(
@@ -191,6 +222,25 @@ class SkillServer:
             structured_content=status,
             is_error=status.get("ok") is False,
         )
+
+    async def _get_task(self, ctx: ServerRequestContext[Any], params: types.GetTaskRequestParams) -> types.Task:
+        run = await self._own_run(self._caller(ctx), params.task_id)
+        if run is None:
+            raise MCPError(types.INVALID_PARAMS, f"no task {params.task_id!r} of yours")
+        return task_of(run)
+
+    async def _task_result(
+        self, ctx: ServerRequestContext[Any], params: types.GetTaskPayloadRequestParams
+    ) -> types.CallToolResult:
+        """What the task's ``tools/call`` would have answered, once its run ended (waiting a bounded time)."""
+        caller = self._caller(ctx)
+        run = await wait_for_end(lambda: self._own_run(caller, params.task_id))
+        if run is None:
+            raise MCPError(types.INVALID_PARAMS, f"no task {params.task_id!r} of yours")
+        if run.envelope is None:
+            raise MCPError(types.INTERNAL_ERROR, f"task {params.task_id!r} is still working; ask tasks/result again")
+        result = call_result(run.envelope, run.session_id)
+        return result.model_copy(update={"meta": {RELATED_TASK: {"taskId": run.run_id}}})
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 #: The tool that answers for async skills' background runs on clients without MCP tasks.
 RUN_STATUS_TOOL = "skillyard_run_status"
+#: The ``execution`` of an async skill's tool: a client may ask for a task.
+TASK_OPTIONAL = types.ToolExecution(task_support="optional")
 RUN_STATUS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"run_id": {"type": "string", "description": "The run_id an async skill's answer gave."}},
@@ -49,6 +51,7 @@ class ExposedTool:
             input_schema={"type": "object", **schema},
             output_schema=skill.output_schema,
             annotations=types.ToolAnnotations(title=self.name, read_only_hint=skill.read_only),
+            execution=TASK_OPTIONAL if skill.is_async else None,  # MCP tasks (2025-11-25): mcp/tasks.py
         )
 
 
