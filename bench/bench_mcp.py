@@ -99,7 +99,9 @@ async def part_a(base: Path) -> list[str]:
 
     from skillyard import SkillYard
 
-    script = base / "bench_server.py"
+    folder = base / "server"  # the sandbox user reads it (the temporary folder above is 0700)
+    folder.mkdir(mode=0o755)
+    script = folder / "bench_server.py"
     script.write_text(TOOL_SERVER)
     home = Path(os.environ["SKILLYARD_HOME"])
     (home / "settings.toml").write_text(

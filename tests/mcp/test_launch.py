@@ -234,3 +234,17 @@ async def test_doctor_says_where_each_stdio_server_runs(home: Path, db_env: str,
     configure(home, "sandbox = false\n")
     async with SkillYard() as yard:
         assert yard.mcp.status()[0]["sandbox"] == "host"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root host starts servers as the sandbox user")
+async def test_a_folder_the_sandbox_user_cannot_read_is_named_before_the_start(home: Path, db_env: str, world: Path):
+    closed = world / "closed"
+    closed.mkdir(mode=0o700)
+    shutil.copy(PROBE, closed / "probe.py")
+    script = json.dumps(str(closed / "probe.py"))
+    (home / "settings.toml").write_text(
+        f"[mcp.servers.probe]\ncommand = {json.dumps(sys.executable)}\nargs = [{script}]\n", "utf-8"
+    )
+    async with SkillYard() as yard:
+        with pytest.raises(McpUnreachable, match=r"cannot read .*closed \(mode 0700\); make it readable"):
+            await yard.mcp.refresh("probe")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 
-from ..executors.sandbox import Program, SandboxUnavailable, Wrapped, fit_tier, tier_for, wrap
+from ..executors.sandbox import Program, SandboxUnavailable, Wrapped, fit_tier, machine, tier_for, wrap
 from ..executors.subprocess import BASE_ENV
 from ..settings import SandboxSettings
 from .settings import McpServer
@@ -81,6 +82,26 @@ def program(server: McpServer, command: str) -> Program:
     )
 
 
+def _check_readable(server: McpServer, sandboxed: Program, settings: SandboxSettings) -> None:
+    """A root host runs the server as the sandbox user, who must be able to list and read its folders (a folder
+    from ``mkdtemp`` is 0700): said before the start, rather than as a server that dies with EACCES in its log."""
+    found = machine(settings.user)
+    user = found.user if found.root else None
+    if user is None:
+        return
+    for folder in sandboxed.read:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            continue  # bubblewrap reports a folder that vanished
+        bits = 0o500 if st.st_uid == user.pw_uid else 0o050 if st.st_gid == user.pw_gid else 0o005
+        if st.st_mode & bits != bits:
+            raise SandboxUnavailable(
+                f"the sandbox user {user.pw_name!r} cannot read {folder} (mode {stat.S_IMODE(st.st_mode):04o}); "
+                f"make it readable for other users (chmod o+rx), or set sandbox = false in [mcp.servers.{server.name}]"
+            )
+
+
 def launch(server: McpServer, settings: SandboxSettings) -> Launch:
     """The start of a stdio server at the host's sandbox tier (raises :class:`SandboxUnavailable` when the tier
     named in the settings cannot run here or cannot reach the server's folders)."""
@@ -97,5 +118,7 @@ def launch(server: McpServer, settings: SandboxSettings) -> Launch:
     command = os.path.abspath(found)
     sandboxed = program(server, command)
     tier, lowered = fit_tier(tier_for(settings), sandboxed, None, settings)
+    if tier in ("A", "B"):
+        _check_readable(server, sandboxed, settings)
     wrapped = wrap(sandboxed, tier, [command, *server.args], env, None, settings, plain_spawn=True)
     return Launch(wrapped.argv[0], wrapped.argv[1:], wrapped.env, cwd, tier, wrapped, lowered)
