@@ -237,7 +237,10 @@ async def test_doctor_says_where_each_stdio_server_runs(home: Path, db_env: str,
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a root host starts servers as the sandbox user")
-async def test_a_folder_the_sandbox_user_cannot_read_is_named_before_the_start(home: Path, db_env: str, world: Path):
+@pytest.mark.parametrize("mode", ["auto", "A"])
+async def test_a_folder_the_sandbox_user_cannot_read(home: Path, db_env: str, world: Path, monkeypatch, caplog, mode):
+    """auto runs the server at tier C, saying why; a tier named in SKILLYARD_SANDBOX refuses it, naming the folder."""
+    monkeypatch.setenv("SKILLYARD_SANDBOX", mode)
     closed = world / "closed"
     closed.mkdir(mode=0o700)
     shutil.copy(PROBE, closed / "probe.py")
@@ -246,5 +249,11 @@ async def test_a_folder_the_sandbox_user_cannot_read_is_named_before_the_start(h
         f"[mcp.servers.probe]\ncommand = {json.dumps(sys.executable)}\nargs = [{script}]\n", "utf-8"
     )
     async with SkillYard() as yard:
-        with pytest.raises(McpUnreachable, match=r"cannot read .*closed \(mode 0700\); make it readable"):
-            await yard.mcp.refresh("probe")
+        if mode == "A":
+            with pytest.raises(McpUnreachable, match=r"cannot read .*closed \(mode 0700\); make it readable"):
+                await yard.mcp.refresh("probe")
+            return
+        await yard.mcp.refresh("probe")
+        seen = (await yard.run("probe__probe", {}))["structured"]
+    assert seen["uid"] == 0  # tier C: the host's user
+    assert "runs at sandbox tier C: the sandbox user 'skillyard-sandbox' cannot read" in caplog.text

@@ -82,13 +82,13 @@ def program(server: McpServer, command: str) -> Program:
     )
 
 
-def _check_readable(server: McpServer, sandboxed: Program, settings: SandboxSettings) -> None:
-    """A root host runs the server as the sandbox user, who must be able to list and read its folders (a folder
-    from ``mkdtemp`` is 0700): said before the start, rather than as a server that dies with EACCES in its log."""
+def _unreadable(sandboxed: Program, settings: SandboxSettings) -> str | None:
+    """Why the sandbox user cannot read one of the server's folders (a root host runs the server as that user, and
+    a folder from ``mkdtemp`` is 0700), or None."""
     found = machine(settings.user)
     user = found.user if found.root else None
     if user is None:
-        return
+        return None
     for folder in sandboxed.read:
         try:
             st = os.stat(folder)
@@ -96,10 +96,8 @@ def _check_readable(server: McpServer, sandboxed: Program, settings: SandboxSett
             continue  # bubblewrap reports a folder that vanished
         bits = 0o500 if st.st_uid == user.pw_uid else 0o050 if st.st_gid == user.pw_gid else 0o005
         if st.st_mode & bits != bits:
-            raise SandboxUnavailable(
-                f"the sandbox user {user.pw_name!r} cannot read {folder} (mode {stat.S_IMODE(st.st_mode):04o}); "
-                f"make it readable for other users (chmod o+rx), or set sandbox = false in [mcp.servers.{server.name}]"
-            )
+            return f"the sandbox user {user.pw_name!r} cannot read {folder} (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
 
 
 def launch(server: McpServer, settings: SandboxSettings) -> Launch:
@@ -118,7 +116,13 @@ def launch(server: McpServer, settings: SandboxSettings) -> Launch:
     command = os.path.abspath(found)
     sandboxed = program(server, command)
     tier, lowered = fit_tier(tier_for(settings), sandboxed, None, settings)
-    if tier in ("A", "B"):
-        _check_readable(server, sandboxed, settings)
+    closed = _unreadable(sandboxed, settings) if tier in ("A", "B") else None
+    if closed is not None and settings.mode == "auto":  # as fit_tier does: auto is the best tier that can run it
+        tier, lowered = "C", f"runs at sandbox tier C: {closed}; make it readable for other users (chmod o+rx)"
+    elif closed is not None:
+        raise SandboxUnavailable(
+            f"{closed}; make it readable for other users (chmod o+rx), or set sandbox = false in "
+            f"[mcp.servers.{server.name}]"
+        )
     wrapped = wrap(sandboxed, tier, [command, *server.args], env, None, settings, plain_spawn=True)
     return Launch(wrapped.argv[0], wrapped.argv[1:], wrapped.env, cwd, tier, wrapped, lowered)
