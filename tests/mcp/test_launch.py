@@ -221,6 +221,19 @@ def test_package_roots(tmp_path: Path):
     plain.parent.mkdir()
     assert package_root(str(plain)) == str(tmp_path / "plain")
     assert package_root("/node_modules/x/index.js") == "/node_modules/x"  # never the whole file system
+    assert package_root(str(tmp_path / ".pyenv" / "shims" / "python")) == str(tmp_path / ".pyenv")
+
+
+@requires("A")
+@pytest.mark.skipif(shutil.which("python") is None, reason="no python on PATH")
+async def test_a_command_found_on_path_starts_at_tier_a(home: Path, db_env: str, monkeypatch):
+    """``command = "python"`` as the settings examples write it: here PATH may give a version manager's shim."""
+    monkeypatch.setenv("SKILLYARD_SANDBOX", "A")
+    (home / "settings.toml").write_text(
+        f'[mcp.servers.probe]\ncommand = "python"\nargs = [{json.dumps(str(PROBE))}]\ntimeout = 20\n', "utf-8"
+    )
+    seen = await probe()
+    assert seen["env"] and (seen["uid"] != 0 or os.geteuid() != 0)
 
 
 async def test_doctor_says_where_each_stdio_server_runs(home: Path, db_env: str, monkeypatch):

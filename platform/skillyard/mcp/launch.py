@@ -48,8 +48,12 @@ def _system(path: str) -> bool:
 
 def package_root(path: str) -> str:
     """The folder a program at ``path`` needs: the one holding the outermost ``node_modules`` above it (a Node
-    package's dependencies), else the Python virtual environment it lives in (``pyvenv.cfg``), else its own folder."""
+    package's dependencies), else the version manager whose ``shims`` it is in (pyenv, rbenv, asdf: a shim runs the
+    manager, which runs the version it picks), else the Python virtual environment it lives in (``pyvenv.cfg``),
+    else its own folder."""
     folder = path if os.path.isdir(path) else os.path.dirname(path)
+    if os.path.basename(folder) == "shims" and os.path.dirname(folder) != os.sep:
+        return os.path.dirname(folder)
     parts = folder.split(os.sep)
     if "node_modules" in parts[2:]:  # never / itself
         return os.sep.join(parts[: parts.index("node_modules", 2)])
