@@ -270,3 +270,22 @@ async def test_a_folder_the_sandbox_user_cannot_read(home: Path, db_env: str, wo
         seen = (await yard.run("probe__probe", {}))["structured"]
     assert seen["uid"] == 0  # tier C: the host's user
     assert "runs at sandbox tier C: the sandbox user 'skillyard-sandbox' cannot read" in caplog.text
+
+
+@requires("A")
+@pytest.mark.parametrize("where", ["cwd", "host"])
+async def test_a_relative_script_is_found_from_cwd_or_the_hosts_folder(
+    home: Path, db_env: str, world: Path, monkeypatch, where: str
+):
+    monkeypatch.setenv("SKILLYARD_SANDBOX", "A")
+    folder = world / "server"
+    folder.mkdir()
+    shutil.copy(PROBE, folder / "probe.py")
+    cwd = f"cwd = {json.dumps(str(folder))}\n" if where == "cwd" else ""
+    if where == "host":
+        monkeypatch.chdir(folder)
+    (home / "settings.toml").write_text(
+        f'[mcp.servers.probe]\ncommand = {json.dumps(sys.executable)}\nargs = ["probe.py"]\n{cwd}', "utf-8"
+    )
+    seen = await probe(read="probe.py")
+    assert seen["read"] is True  # it started where its relative paths mean what they say

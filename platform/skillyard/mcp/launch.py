@@ -66,14 +66,16 @@ def package_root(path: str) -> str:
 
 
 def program(server: McpServer, command: str) -> Program:
-    """The server's sandbox: its cwd, the package roots of its command and of each absolute path among its
-    arguments (:func:`package_root`), and its profile's folders and network."""
+    """The server's sandbox: its cwd, the package roots of its command and of each path among its arguments that
+    exists (relative ones from its cwd, else the host's working folder; :func:`package_root`), and its profile's
+    folders and network."""
     assert server.sandbox is not None
-    read: list[str] = []
-    named = [command, *(a for a in server.args if os.path.isabs(a) and os.path.exists(a))]
-    for path in named:
-        read += [package_root(found) for found in dict.fromkeys((path, os.path.realpath(path)))]
     cwd = os.path.realpath(server.cwd) if server.cwd else None
+    here = cwd or os.getcwd()  # where the server starts, and what its relative paths mean
+    named = [os.path.join(here, a) for a in server.args if a and os.path.exists(os.path.join(here, a))]
+    read: list[str] = []
+    for path in [command, *named]:
+        read += [package_root(found) for found in dict.fromkeys((path, os.path.realpath(path)))]
     read = [*([cwd] if cwd else []), *read, *server.sandbox.read]
     kept = tuple(dict.fromkeys(f for f in read if f and not _system(f) and f not in server.sandbox.write))
     return Program(
@@ -82,7 +84,7 @@ def program(server: McpServer, command: str) -> Program:
         network=server.sandbox.network,
         memory="data",  # Node and Go servers reserve large virtual ranges
         cpu_limit=False,
-        workdir=cwd,
+        workdir=here if here in read else None,
     )
 
 
