@@ -85,6 +85,12 @@ class FileDownload:
     json_is_error: bool = False
     #: Credentials in the URL or headers that are no config (a fetched access token): masked in log lines meanwhile.
     secrets: tuple[str, ...] = ()
+    #: The URL came inside the message rather than from the channel's own API: it is fetched only from a public
+    #: address (the SSRF guard of URL materialization, ``SKILLYARD_ALLOW_PRIVATE_URLS`` lifts it).
+    public_only: bool = False
+    #: The platform answers with a redirect to where the file is (Slack's ``url_private_download``); httpx drops the
+    #: ``Authorization`` header on a redirect to another host.
+    follow_redirects: bool = False
 
 
 @dataclass

@@ -100,7 +100,8 @@ class SlackChannel(ChatChannel):
         return str(uploaded[0].get("id")) if uploaded and uploaded[0].get("id") else None
 
     async def inbound_file(self, item: Mapping[str, Any], ctx: SendContext) -> FileDownload:
-        return FileDownload(str(item.get("url") or ""), {"Authorization": f"Bearer {ctx.require('bot_token')}"})
+        headers = {"Authorization": f"Bearer {ctx.require('bot_token')}"}
+        return FileDownload(str(item.get("url") or ""), headers, follow_redirects=True)
 
 
 @hookimpl

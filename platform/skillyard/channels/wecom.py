@@ -112,9 +112,10 @@ class WecomChannel(ChatChannel):
 
     async def inbound_file(self, item: Mapping[str, Any], ctx: SendContext) -> FileDownload:
         """Temporary media by id with the access token (WeCom answers a refusal with HTTP 200 and an errcode);
-        an image that came with only a ``PicUrl`` from that URL, which takes no token."""
+        an image that came with only a ``PicUrl`` from that URL, which takes no token, and only from a public
+        address."""
         if not item.get("media_id"):
-            return FileDownload(str(item.get("url") or ""))
+            return FileDownload(str(item.get("url") or ""), public_only=True)
         token = await self.tokens.get(self._key(ctx), lambda: self._fetch_token(ctx))
         query = urlencode({"access_token": token, "media_id": str(item["media_id"])})
         url = f"{ctx.api_base(DEFAULT_BASE)}/cgi-bin/media/get?{query}"

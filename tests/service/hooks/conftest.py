@@ -1,5 +1,5 @@
 """A served app with one binding per channel (settings.toml in the test's home), the role's inbound secrets, and
-each channel's API on 127.0.0.1 (Telegram, Feishu, WeCom, DingTalk) for the replies and the inbound files."""
+each channel's API on 127.0.0.1 (Telegram, Slack, Feishu, WeCom, DingTalk) for the replies and the inbound files."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from skillyard import SkillYard
-from support.channels.vendors import FakeDingtalk, FakeFeishu, FakeTelegram, FakeWecom
+from support.channels.vendors import FakeDingtalk, FakeFeishu, FakeSlack, FakeTelegram, FakeWecom
 from support.channels.webhooks import SECRETS
 from support.service import Served, serving
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
-__all__ = ["SECRETS", "agent_model", "dingtalk", "feishu", "hooked", "telegram", "wecom"]
+__all__ = ["SECRETS", "agent_model", "dingtalk", "feishu", "hooked", "slack", "telegram", "wecom"]
 
 
 @pytest.fixture
@@ -47,6 +47,13 @@ def wecom() -> Iterator[FakeWecom]:
 
 
 @pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    api = FakeSlack()
+    with api.serving():
+        yield api
+
+
+@pytest.fixture
 def dingtalk() -> Iterator[FakeDingtalk]:
     api = FakeDingtalk()
     with api.serving():
@@ -62,6 +69,7 @@ async def hooked(
     feishu: FakeFeishu,
     wecom: FakeWecom,
     dingtalk: FakeDingtalk,
+    slack: FakeSlack,
 ) -> AsyncIterator[Served]:
     role, org = "hooks-" + uuid.uuid4().hex[:8], "org-" + uuid.uuid4().hex[:8]
     lines = [f'[service]\nmodel = "{agent_model}"\n']
@@ -90,6 +98,8 @@ async def hooked(
                 "dingtalk_app_key": FakeDingtalk.APP_KEY,
                 "dingtalk_robot_code": FakeDingtalk.ROBOT,
                 "dingtalk_api_base": dingtalk.base,
+                "slack_bot_token": FakeSlack.TOKEN,
+                "slack_api_base": slack.base + "/api",
             },
         )
         yield served

@@ -5,6 +5,7 @@ agent without a secret in it, and the message is still answered."""
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from pathlib import Path
@@ -15,7 +16,7 @@ from skillyard.service.hooks import files
 from skillyard.service.hooks.inbound import Inbound
 from skillyard.service.hooks.job import session_of
 from support import FIXTURES
-from support.channels.vendors import FakeDingtalk, FakeFeishu, FakeWecom
+from support.channels.vendors import FakeDingtalk, FakeFeishu, FakeSlack, FakeWecom
 from support.channels.webhooks import (
     SECRETS,
     dingtalk_headers,
@@ -23,6 +24,7 @@ from support.channels.webhooks import (
     feishu_headers,
     feishu_message,
     sent,
+    slack_headers,
     wecom_callback,
 )
 
@@ -103,6 +105,27 @@ async def test_feishu_images_and_files_become_attachments(hooked, feishu):
     assert feishu.sent("/resources/file_v3_report")[0].query == {"type": "file"}
 
 
+@pytest.mark.parametrize("localized", [False, True])
+async def test_a_feishu_rich_text_message_gives_its_text_and_images(hooked, feishu, localized):
+    key = f"img_v3_post{uuid.uuid4().hex[:6]}"
+    feishu.files |= {key: (PNG, "image/png")}
+    ada = "ou_" + uuid.uuid4().hex[:10]
+    lines = [
+        [{"tag": "text", "text": "看这张图 "}, {"tag": "a", "text": "链接", "href": "https://example.com"}],
+        [{"tag": "img", "image_key": key}],
+    ]
+    post = {"title": "周报", "content": lines}
+    message = feishu_message(ada, "oc_post", "post", {"zh_cn": post} if localized else post)
+    await _post_feishu(hooked, message)
+    await sent(feishu, "/im/v1/messages", lambda r: r.json["receive_id"] == ada)
+    session = _session(hooked, "feishu1", ada)
+    event_id = message["header"]["event_id"][:40]
+    assert await _attachments(hooked, session) == {f"{event_id}-{key}.png": PNG}
+    said = await _said(hooked, session)
+    assert "周报" in said and "看这张图 链接" in said, said
+    assert feishu.sent(f"/resources/{key}")[0].query == {"type": "image"}
+
+
 async def test_a_file_feishu_refuses_is_a_note_to_the_agent(hooked, feishu):
     ada = "ou_" + uuid.uuid4().hex[:10]
     await _post_feishu(hooked, feishu_message(ada, "oc_p2p", "file", {"file_key": "file_gone", "file_name": "a.pdf"}))
@@ -114,8 +137,9 @@ async def test_a_file_feishu_refuses_is_a_note_to_the_agent(hooked, feishu):
     assert await _attachments(hooked, session) == {}
 
 
-async def test_wecom_images_by_media_id_or_pic_url_and_a_refused_file(hooked, wecom, caplog):
+async def test_wecom_images_by_media_id_or_pic_url_and_a_refused_file(hooked, wecom, caplog, monkeypatch):
     caplog.set_level(logging.INFO, logger="httpx")  # httpx logs each request's URL, the access token in its query
+    monkeypatch.setenv("SKILLYARD_ALLOW_PRIVATE_URLS", "1")  # the fake image server of PicUrl is on 127.0.0.1
     wecom.files |= {"MEDIA_IMG": (PNG, "image/jpeg"), "pic1.jpg": (PNG, "image/jpeg")}
     users = [f"user{uuid.uuid4().hex[:8]}" for _ in range(3)]
     ids = [str(uuid.uuid4().int % 10**12) for _ in range(3)]  # MsgIds: events seen stay in the shared database
@@ -136,6 +160,43 @@ async def test_wecom_images_by_media_id_or_pic_url_and_a_refused_file(hooked, we
     _no_secret_in(said, wecom)
     assert "/cgi-bin/media/get?access_token=***" in caplog.text
     _no_secret_in(caplog.text, wecom)
+
+
+async def test_a_pic_url_to_a_private_address_is_refused_with_a_note(hooked, wecom, monkeypatch):
+    """PicUrl is a URL inside the message: only public addresses are fetched (the API's own URLs are configured)."""
+    monkeypatch.delenv("SKILLYARD_ALLOW_PRIVATE_URLS", raising=False)
+    wecom.files |= {"pic2.jpg": (PNG, "image/jpeg")}
+    user, msg_id = f"user{uuid.uuid4().hex[:8]}", str(uuid.uuid4().int % 10**12)
+    await _post_wecom(hooked, {"FromUserName": user, "MsgType": "image", "MsgId": msg_id,
+                               "PicUrl": f"{wecom.base}/pic/pic2.jpg"})  # fmt: skip
+    await sent(wecom, "/message/send", lambda r: r.json.get("touser") == user)
+    assert not wecom.sent("/pic/pic2.jpg")  # never connected to
+    said = await _said(hooked, _session(hooked, "wecom1", user))
+    assert "could not be fetched: its address was refused: the host 127.0.0.1 is a loopback address" in said, said
+    assert await _attachments(hooked, _session(hooked, "wecom1", user)) == {}
+
+
+async def test_slack_files_follow_the_redirect_with_the_bot_token(hooked, slack):
+    slack.files |= {"notes.pdf": (PDF, "application/pdf")}
+    user, event_id = "U" + uuid.uuid4().hex[:8].upper(), "Ev" + uuid.uuid4().hex[:10]
+    private = f"{slack.base}/files-pri"
+    files = [{"id": "F1", "name": "notes.pdf", "url_private_download": f"{private}/T1-F1/notes.pdf"},
+             {"id": "F2", "name": "gone.txt", "url_private_download": f"{private}/T1-F2/gone.txt"}]  # fmt: skip
+    body = json.dumps(
+        {"type": "event_callback", "event_id": event_id, "authorizations": [{"user_id": "UBOT"}],
+         "event": {"type": "message", "channel_type": "im", "user": user, "channel": "D" + user[1:], "text": "see",
+                   "ts": "1.2", "files": files}}
+    ).encode()  # fmt: skip
+    answer = await hooked.client().post("/hooks/slack/slack1", content=body, headers=slack_headers(body))
+    assert answer.status_code == 200, answer.text
+    await sent(slack, "/chat.postMessage", lambda r: (r.json or r.form).get("channel") == "D" + user[1:])
+    session = _session(hooked, "slack1", user)
+    assert await _attachments(hooked, session) == {f"{event_id}-notes.pdf": PDF}
+    [fetched] = [r for r in slack.requests if r.path == "/files-cdn/notes.pdf"]
+    assert fetched.headers["authorization"] == f"Bearer {FakeSlack.TOKEN}"  # kept: the redirect stayed on the host
+    said = await _said(hooked, session)
+    assert "The file gone.txt sent with this message could not be fetched: slack answered HTTP 404" in said, said
+    assert FakeSlack.TOKEN not in said
 
 
 async def test_dingtalk_pictures_files_and_rich_text(hooked, dingtalk):

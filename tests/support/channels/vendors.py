@@ -185,11 +185,22 @@ class FakeSlack(FakeApi):
     TOKEN = "xoxb-fake-slack-bot-token-123"
     UNKNOWN = "C0NOWHERE"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.files: dict[str, tuple[bytes, str]] = {}
+
     def route(self, r: Request) -> Answer:
         if r.path == "/upload/F1":
             return 200, {"ok": True}, {}
         if r.headers.get("authorization") != f"Bearer {self.TOKEN}":
             return 200, {"ok": False, "error": "invalid_auth"}, {}
+        if r.path.startswith("/files-pri/"):  # url_private_download: Slack redirects to where the file is served
+            return 302, b"", {"Location": f"{self.base}/files-cdn/{r.path.rsplit('/', 1)[-1]}"}
+        if r.path.startswith("/files-cdn/"):
+            name = r.path.rsplit("/", 1)[-1]
+            return (
+                _file(self.files[name]) if name in self.files else (404, b"not found", {"Content-Type": "text/plain"})
+            )
         args = {**r.query, **r.form, **(r.json or {})}
         method = r.path.rsplit("/", 1)[-1]
         if method == "conversations.open":

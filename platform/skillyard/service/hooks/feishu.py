@@ -1,7 +1,8 @@
 """Feishu (Lark) event callbacks: ``{"encrypt": …}`` decrypted with the encrypt key (AES-256-CBC) and checked by
 ``X-Lark-Signature`` when one is set, the verification token checked, ``url_verification`` answered with its
 challenge; ``im.message.receive_v1`` de-duplicated by the header's ``event_id``. An image, file, audio or video
-message keeps its key for the job to fetch; a group message keeps the open_ids it mentions."""
+message keeps its key for the job to fetch, a rich-text (``post``) message its text and the keys of its images and
+videos; a group message keeps the open_ids it mentions."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ async def parse(request: Request, body: bytes, configs: dict[str, Any]) -> Parse
         content = {}
     if not isinstance(content, dict):
         content = {}
-    text = str(content.get("text") or "")
+    post = _post_body(content) if message.get("message_type") == "post" else None
+    text = _post_text(post) if post is not None else str(content.get("text") or "")
     mentions = [m for m in message.get("mentions") or [] if isinstance(m, dict)]
     for mention in mentions:
         text = text.replace(str(mention.get("key", "")), "").strip()
@@ -91,10 +93,46 @@ async def parse(request: Request, body: bytes, configs: dict[str, Any]) -> Parse
             # Feishu delivers a group's messages only when they @ the bot unless the app may read them all, and
             # an @ may name anyone: the job checks that one of the mentioned open_ids is the bot's
             mentioned=not group or bool(mentions),
-            files=_files(message, content),
+            files=_post_files(message, post) if post is not None else _files(message, content),
             extra={"mentions": [str((m.get("id") or {}).get("open_id") or "") for m in mentions]},
         )
     )
+
+
+def _post_body(content: dict[str, Any]) -> dict[str, Any]:
+    """A rich-text (``post``) message's ``{title, content}``: the content itself, or under its one locale
+    (``{"zh_cn": {"title", "content"}}``, as Feishu sends some)."""
+    if isinstance(content.get("content"), list):
+        return content
+    return next((v for v in content.values() if isinstance(v, dict) and isinstance(v.get("content"), list)), {})
+
+
+def _post_paragraphs(body: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """The paragraphs of a rich-text body, each a list of its elements."""
+    paragraphs = body.get("content") or []
+    return [[e for e in line if isinstance(e, dict)] for line in paragraphs if isinstance(line, list)]
+
+
+def _post_text(body: dict[str, Any]) -> str:
+    """The title and each paragraph's text (text, links and mentions, whose keys the caller strips), a line each."""
+    lines = [str(body.get("title") or "")]
+    for line in _post_paragraphs(body):
+        words = [str(e.get("text") or e.get("user_name") or "") for e in line if e.get("tag") in ("text", "a", "at")]
+        lines.append("".join(words))
+    return "\n".join(line for line in lines if line.strip())
+
+
+def _post_files(message: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The images (``img``) and videos (``media``) inside a rich-text message, fetched as its resources."""
+    files = []
+    message_id = str(message.get("message_id") or "")
+    for element in (e for line in _post_paragraphs(body) for e in line):
+        tag = element.get("tag")
+        key = element.get("image_key") if tag == "img" else element.get("file_key") if tag == "media" else None
+        if key:
+            kind = "image" if tag == "img" else "file"
+            files.append({"type": kind, "key": str(key), "message_id": message_id, "filename": str(key)})
+    return files
 
 
 def _files(message: dict[str, Any], content: dict[str, Any]) -> list[dict[str, Any]]:

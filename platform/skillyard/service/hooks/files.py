@@ -2,7 +2,8 @@
 
 The channel's adapter turns each descriptor the webhook parser kept into one download (its API base, its cached
 token: :meth:`~skillyard.channels.adapter.ChatChannel.inbound_file`); every download here is bounded in size
-(``SKILLYARD_MAX_DOWNLOAD_MB``, the limit of URL materialization) and in time. A file that cannot be fetched becomes
+(``SKILLYARD_MAX_DOWNLOAD_MB``, the limit of URL materialization) and in time; a URL the message itself carried
+(WeCom's ``PicUrl``) is fetched from public addresses only. A file that cannot be fetched becomes
 a note to the agent naming the file and the reason, never its URL (a Telegram or WeCom URL holds a token).
 """
 
@@ -19,6 +20,7 @@ import httpx
 
 from ...channels.adapter import ChannelError, ChatChannel, FileDownload, SendContext
 from ...credentials import current_masker, mask_secrets, masked_logger
+from ...outputs.address_guard import GuardedTransport, RefusedDestination, private_hosts_allowed
 from ...outputs.materialize import safe_basename
 from ...outputs.safe_write import TooLarge, describe_size, safe_stream
 from .inbound import Inbound
@@ -79,6 +81,8 @@ async def _fetch(
                 return await _save(ctx, download, workspace, name, max_bytes)
     except (ChannelError, DownloadRefused) as exc:
         return str(exc)
+    except RefusedDestination as exc:  # a URL the message carried, pointing inside the network
+        return f"its address was refused: {exc}"
     except (TimeoutError, httpx.TimeoutException):
         return f"{ctx.channel} sent no complete file within {DOWNLOAD_TIMEOUT_S:g} s"
     except TooLarge:
@@ -93,7 +97,20 @@ async def _fetch(
 
 
 async def _save(ctx: SendContext, download: FileDownload, workspace: Path, name: str, max_bytes: int) -> Path:
-    async with ctx.http.stream("GET", download.url, headers=dict(download.headers)) as response:
+    if not download.public_only:
+        return await _stream(ctx, ctx.http, download, workspace, name, max_bytes)
+    guarded = GuardedTransport(private_hosts_allowed())
+    async with httpx.AsyncClient(transport=guarded, timeout=DOWNLOAD_TIMEOUT_S) as http:
+        return await _stream(ctx, http, download, workspace, name, max_bytes)
+
+
+async def _stream(
+    ctx: SendContext, http: httpx.AsyncClient, download: FileDownload, workspace: Path, name: str, max_bytes: int
+) -> Path:
+    headers = dict(download.headers)
+    async with http.stream(
+        "GET", download.url, headers=headers, follow_redirects=download.follow_redirects
+    ) as response:
         if not response.is_success:
             raise DownloadRefused(f"{ctx.channel} answered HTTP {response.status_code}")
         content_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
