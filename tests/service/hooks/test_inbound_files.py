@@ -162,6 +162,22 @@ async def test_wecom_images_by_media_id_or_pic_url_and_a_refused_file(hooked, we
     _no_secret_in(caplog.text, wecom)
 
 
+async def test_wecom_voice_and_video_are_fetched_by_media_id(hooked, wecom):
+    amr, mp4 = b"#!AMR\n" + bytes(64), bytes(32) + b"ftypmp42"
+    wecom.files |= {"MEDIA_VOICE": (amr, "audio/amr"), "MEDIA_VIDEO": (mp4, "video/mp4")}
+    users = [f"user{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    ids = [str(uuid.uuid4().int % 10**12) for _ in range(2)]
+    await _post_wecom(hooked, {"FromUserName": users[0], "MsgType": "voice", "MsgId": ids[0], "MediaId": "MEDIA_VOICE",
+                               "Format": "amr", "Recognition": "明天开会"})  # fmt: skip
+    await _post_wecom(hooked, {"FromUserName": users[1], "MsgType": "video", "MsgId": ids[1], "MediaId": "MEDIA_VIDEO",
+                               "ThumbMediaId": "MEDIA_THUMB"})  # fmt: skip
+    await sent(wecom, "/message/send", lambda r: r.json.get("touser") in users, count=2)
+    voice = _session(hooked, "wecom1", users[0])
+    assert await _attachments(hooked, voice) == {f"{ids[0]}-voice_{ids[0]}.amr": amr}
+    assert "明天开会" in await _said(hooked, voice)  # WeCom's transcript is the message's text
+    assert await _attachments(hooked, _session(hooked, "wecom1", users[1])) == {f"{ids[1]}-video_{ids[1]}.mp4": mp4}
+
+
 async def test_a_pic_url_to_a_private_address_is_refused_with_a_note(hooked, wecom, monkeypatch):
     """PicUrl is a URL inside the message: only public addresses are fetched (the API's own URLs are configured)."""
     monkeypatch.delenv("SKILLYARD_ALLOW_PRIVATE_URLS", raising=False)

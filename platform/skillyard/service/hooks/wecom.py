@@ -1,7 +1,8 @@
 """WeCom (企业微信) application callbacks: ``msg_signature`` (SHA-1 over the token, timestamp, nonce and the
 ciphertext) checked, the message decrypted with the EncodingAESKey (WXBizMsgCrypt), the URL check (GET with
 ``echostr``) answered with the decrypted echo; de-duplicated by ``MsgId``. Application messages are one-to-one; an
-image or file keeps its ``MediaId`` (an image its ``PicUrl`` too) for the job to fetch."""
+image, file, voice or video keeps its ``MediaId`` (an image its ``PicUrl`` too) for the job to fetch, a voice its
+transcript (``Recognition``) as the text when WeCom made one."""
 
 from __future__ import annotations
 
@@ -49,12 +50,15 @@ async def parse(request: Request, body: bytes, configs: dict[str, Any]) -> Parse
         return Parsed(ok_text(_open(request, configs, request.query_params.get("echostr", "")).decode()))
     outer = _xml(body)
     inner = _xml(_open(request, configs, outer.get("Encrypt", "")))
-    if inner.get("MsgType") not in ("text", "image", "file"):
+    kind = inner.get("MsgType")
+    if kind not in ("text", "image", "file", "voice", "video"):
         return Parsed(ok_text(""))
     sender = inner.get("FromUserName", "")
     files = []
     if inner.get("MediaId") or inner.get("PicUrl"):  # fetched by WecomChannel.inbound_file
-        name = inner.get("FileName") or f"{inner['MsgType']}_{inner.get('MsgId') or inner.get('MediaId', '')[:12]}"
+        name = inner.get("FileName") or f"{kind}_{inner.get('MsgId') or inner.get('MediaId', '')[:12]}"
+        if kind == "voice" and inner.get("Format", "").isalnum():  # amr or speex: no Content-Type names them
+            name += "." + inner["Format"].lower()
         files.append({"media_id": inner.get("MediaId", ""), "url": inner.get("PicUrl", ""), "filename": name})
     return Parsed(
         ok_text(""),
@@ -62,7 +66,7 @@ async def parse(request: Request, body: bytes, configs: dict[str, Any]) -> Parse
             event_id=inner.get("MsgId") or f"{sender}:{inner.get('CreateTime', '')}",
             sender=sender,
             chat=sender,
-            text=inner.get("Content", ""),
+            text=inner.get("Content") or inner.get("Recognition", ""),  # a voice's transcript, when WeCom made one
             files=files,
         ),
     )
