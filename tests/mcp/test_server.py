@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from skillyard.mcp.session import Caller
-from support.mcp_server import SECRET, Running, serving
+from support.mcp_server import SECRET, LegacyClient, Running, serving
 from support.skills import write_skill
 
 WAIT_S = 20.0
@@ -243,3 +244,16 @@ async def test_no_auth_on_loopback_runs_every_call_as_the_servers_context(mcp_sk
     async with serving(mcp_skills, caller) as running, running.client() as client:
         envelope = (await client.call_tool("echo", {"x": 1})).structured_content
     assert (envelope["who"], envelope["role"]) == ("local-org", "dev")
+
+
+async def test_a_stateless_server_answers_a_handshake_client_on_any_process(mcp_skills: Path, db_env: str) -> None:
+    """No Mcp-Session-Id held in memory: a 2025-11-25 client initialized on one process calls on another."""
+    async with serving(mcp_skills, None, stateless=True) as first, serving(mcp_skills, None, stateless=True) as second:
+        token = await first.token(f"stateless-{uuid.uuid4().hex[:8]}")
+        async with httpx2.AsyncClient(timeout=30.0) as http:
+            client = await LegacyClient(http, first.url, token).open()
+            assert client.session_id is None
+            client.url = second.url  # the load balancer sends the next request elsewhere
+            called = await client.result("tools/call", {"name": "echo", "arguments": {"n": 7}})
+            assert called["structuredContent"]["got"] == {"n": 7}, called
+            assert called["structuredContent"]["who"] == "acme"  # the token's identity, on the other process too

@@ -5,64 +5,15 @@ SDK's client has no tasks, so these speak the wire: JSON-RPC over streamable HTT
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
 
-from support.mcp_server import Running, serving
+from support.mcp_server import LegacyClient, Running, serving
 
-VERSION = "2025-11-25"
 WAIT_S = 60
-
-
-class LegacyClient:
-    """One 2025-11-25 MCP session over streamable HTTP: initialize, then requests on its Mcp-Session-Id."""
-
-    def __init__(self, http: httpx2.AsyncClient, url: str, token: str) -> None:
-        self.http = http
-        self.url = url
-        self.headers = {
-            "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json",
-            "Authorization": f"Bearer {token}",
-        }
-        self.ids = 0
-        self.capabilities: dict[str, Any] = {}
-
-    async def open(self) -> LegacyClient:
-        init = {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "tasks-test", "version": "1"}}
-        answer = await self.post("initialize", init)
-        self.capabilities = answer["result"]["capabilities"]
-        self.headers |= {"mcp-session-id": self.session_id, "mcp-protocol-version": VERSION}
-        sent = await self.http.post(
-            self.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=self.headers
-        )
-        assert sent.status_code == 202, sent.text
-        return self
-
-    async def post(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.ids += 1
-        body = {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
-        response = await self.http.post(self.url, json=body, headers=self.headers)
-        assert response.status_code == 200, response.text
-        if method == "initialize":
-            self.session_id = response.headers["mcp-session-id"]
-        if response.headers["content-type"].startswith("text/event-stream"):
-            data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
-            messages = [json.loads(d) for d in data if d]
-            return next(m for m in messages if m.get("id") == self.ids)
-        answer: dict[str, Any] = response.json()
-        return answer
-
-    async def result(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        answer = await self.post(method, params)
-        assert "result" in answer, answer
-        result: dict[str, Any] = answer["result"]
-        return result
 
 
 @pytest.fixture

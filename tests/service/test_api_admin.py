@@ -113,3 +113,16 @@ async def test_mcp_is_mounted_with_the_same_tokens(served):
     assert (await served.client().post("/mcp", json=init, headers=headers)).status_code == 401
     answer = await served.client(token).post("/mcp", json=init, headers=headers)
     assert answer.status_code == 200 and "skillyard" in answer.text
+
+
+async def test_mcp_stateless_keeps_no_session_in_the_process(db_env, skills_root: Path):
+    """[service] mcp_stateless: an MCP handshake gets no Mcp-Session-Id, so no process holds one for a client."""
+    write_echo(skills_root)
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    for stateless in (False, True):
+        async with serving(SkillYard([skills_root]), settings=ServiceSettings(mcp_stateless=stateless)) as served:
+            answer = await served.client(await served.token()).post("/mcp", json=init, headers=headers)
+            assert answer.status_code == 200, answer.text
+            assert ("mcp-session-id" in answer.headers) is not stateless

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,6 +23,8 @@ from skillyard.tokens import TokenStore
 from support.skills import write_skill
 
 STARTUP_S = 20.0
+#: The handshake-era protocol a raw client speaks (:class:`LegacyClient`).
+VERSION = "2025-11-25"
 SECRET = "sk-live-abcdef123456"
 
 SKILLS: dict[str, tuple[str, str, dict[str, str]]] = {
@@ -113,13 +116,64 @@ class Running:
         return Client(streamable_http_client(self.url, http_client=http), read_timeout_seconds=30.0, **kwargs)
 
 
+class LegacyClient:
+    """One 2025-11-25 MCP session over streamable HTTP: initialize, then requests on its Mcp-Session-Id."""
+
+    def __init__(self, http: httpx2.AsyncClient, url: str, token: str) -> None:
+        self.http = http
+        self.url = url
+        self.headers = {
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {token}",
+        }
+        self.ids = 0
+        self.capabilities: dict[str, Any] = {}
+        self.session_id: str | None = None
+
+    async def open(self) -> LegacyClient:
+        init = {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "tasks-test", "version": "1"}}
+        answer = await self.post("initialize", init)
+        self.capabilities = answer["result"]["capabilities"]
+        self.headers |= {"mcp-protocol-version": VERSION}
+        if self.session_id:  # none from a stateless server
+            self.headers["mcp-session-id"] = self.session_id
+        sent = await self.http.post(
+            self.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=self.headers
+        )
+        assert sent.status_code == 202, sent.text
+        return self
+
+    async def post(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.ids += 1
+        body = {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
+        response = await self.http.post(self.url, json=body, headers=self.headers)
+        assert response.status_code == 200, response.text
+        if method == "initialize":
+            self.session_id = response.headers.get("mcp-session-id")
+        if response.headers["content-type"].startswith("text/event-stream"):
+            data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+            messages = [json.loads(d) for d in data if d]
+            return next(m for m in messages if m.get("id") == self.ids)
+        answer: dict[str, Any] = response.json()
+        return answer
+
+    async def result(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        answer = await self.post(method, params)
+        assert "result" in answer, answer
+        result: dict[str, Any] = answer["result"]
+        return result
+
+
 @contextlib.asynccontextmanager
-async def serving(root: Path, caller: Caller | None, rescan_s: float = 0.2) -> AsyncIterator[Running]:
+async def serving(
+    root: Path, caller: Caller | None, rescan_s: float = 0.2, stateless: bool = False
+) -> AsyncIterator[Running]:
     """``mcp serve --transport http`` in this loop: a token required unless ``caller`` (``--no-auth``)."""
     server = SkillServer(SkillYard([root]), caller, rescan_s=rescan_s)
     port = free_port()
     async with server.running():
-        app = server.http_app("127.0.0.1", port, require_token=caller is None)
+        app = server.http_app("127.0.0.1", port, require_token=caller is None, stateless=stateless)
         http = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
         task = asyncio.get_running_loop().create_task(http.serve())
         try:

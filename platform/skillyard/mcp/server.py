@@ -305,19 +305,27 @@ class SkillServer:
                 await asyncio.gather(watcher, return_exceptions=True)
 
     # transports ------------------------------------------------------------------------------------------
-    def http_app(self, host: str, port: int, require_token: bool, path: str = "/mcp") -> Starlette:
+    def http_app(
+        self, host: str, port: int, require_token: bool, path: str = "/mcp", stateless: bool = False
+    ) -> Starlette:
         """The streamable HTTP app at ``path``; with ``require_token`` the SDK's bearer middleware refuses tokenless
         requests and binds each MCP session to its token. DNS-rebinding protection is on for every host.
-        ``skillyard serve`` mounts it at ``/mcp`` with ``path="/"``."""
+        ``stateless``: no ``Mcp-Session-Id`` sessions held in this process (the SDK keeps those in memory), so any
+        process behind a load balancer answers any request. ``skillyard serve`` mounts it at ``/mcp`` with
+        ``path="/"``."""
         security = None
         if host not in LOOPBACK:
             security = TransportSecuritySettings(allowed_hosts=[f"{host}:*"], allowed_origins=[f"http://{host}:*"])
+        common: dict[str, Any] = {
+            "streamable_http_path": path,
+            "host": host,
+            "transport_security": security,
+            "stateless_http": stateless,
+        }
         if not require_token:
-            return self.lowlevel.streamable_http_app(streamable_http_path=path, host=host, transport_security=security)
+            return self.lowlevel.streamable_http_app(**common)
         return self.lowlevel.streamable_http_app(
-            streamable_http_path=path,
-            host=host,
-            transport_security=security,
+            **common,
             token_verifier=self.verifier,
             auth=AuthSettings(issuer_url=AnyHttpUrl(f"http://{_host_port(host, port)}"), resource_server_url=None),
         )

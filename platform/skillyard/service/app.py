@@ -149,7 +149,7 @@ def create_app(
     service = Service(yard, settings, server_context, agent_dirs=agent_dirs, agents_dir=agents_dir, model=model)
     mcp_caller = Caller.from_server_context(server_context) if server_context is not None else None
     mcp = SkillServer(yard, mcp_caller, rescan_s=5.0)
-    mcp_app = mcp.http_app(host, port, require_token=server_context is None, path="/")
+    mcp_app = mcp.http_app(host, port, require_token=server_context is None, path="/", stateless=settings.mcp_stateless)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

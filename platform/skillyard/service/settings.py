@@ -7,6 +7,7 @@ rate_window_s = 60         # the fixed window, in seconds
 max_body_mb = 16           # the largest request body
 agents_dir = "agents"      # a folder of agent folders (each with an AGENT.md); --agents-dir wins
 model = "openai:gpt-4o"    # the agents' model; default [agent.model] spec
+mcp_stateless = false      # true: /mcp holds no Mcp-Session-Id sessions in memory (no sticky routing needed)
 
 [service.bindings.support]
 channel = "telegram"       # feishu | wecom | dingtalk | telegram | slack | web
@@ -15,7 +16,8 @@ org_id = "acme"            # the organisation the senders belong to
 agent = "agents/notes"     # the agent that answers: a folder, or the code of an agent stored in the database
 ```
 
-Every number may be overridden by ``SKILLYARD_SERVICE_<KEY>`` (``SKILLYARD_SERVICE_RATE_LIMIT=100``).
+Every number, and ``mcp_stateless``, may be overridden by ``SKILLYARD_SERVICE_<KEY>``
+(``SKILLYARD_SERVICE_RATE_LIMIT=100``, ``SKILLYARD_SERVICE_MCP_STATELESS=1``).
 """
 
 from __future__ import annotations
@@ -28,13 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SkillyardError
-from ..settings import SETTINGS_FILE, read_settings_file
+from ..settings import SETTINGS_FILE, flag_env, read_settings_file
 
 #: The channels whose webhooks ``/hooks/{channel}/{binding}`` understands.
 HOOK_CHANNELS = ("feishu", "wecom", "dingtalk", "telegram", "slack", "web")
 BINDING_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 _BINDING_KEYS = {"channel", "role_id", "org_id", "agent"}
-_SERVICE_KEYS = {"rate_limit", "rate_window_s", "max_body_mb", "agents_dir", "model", "bindings"}
+_SERVICE_KEYS = {"rate_limit", "rate_window_s", "max_body_mb", "agents_dir", "model", "mcp_stateless", "bindings"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class ServiceSettings:
     max_body_bytes: int = 16 * 1024 * 1024
     agents_dir: Path | None = None
     model: str | None = None
+    mcp_stateless: bool = False
     bindings: Mapping[str, Binding] = field(default_factory=dict)
 
     @classmethod
@@ -84,7 +87,13 @@ class ServiceSettings:
         for key, value in (("agents_dir", agents_dir), ("model", model)):
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise SkillyardError(f"{path}: [service] {key} must be a non-empty text")
+        stateless: Any = table.get("mcp_stateless", False)
+        if os.environ.get("SKILLYARD_SERVICE_MCP_STATELESS", "").strip():
+            stateless = flag_env("SKILLYARD_SERVICE_MCP_STATELESS")
+        if not isinstance(stateless, bool):
+            raise SkillyardError(f"{path}: [service] mcp_stateless = {stateless!r} is invalid; write true or false")
         return cls(
+            mcp_stateless=stateless,
             rate_limit=whole("rate_limit", cls.rate_limit, 0),
             rate_window_s=whole("rate_window_s", cls.rate_window_s, 1),
             max_body_bytes=whole("max_body_mb", 16, 1) * 1024 * 1024,
