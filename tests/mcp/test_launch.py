@@ -94,11 +94,11 @@ async def test_tier_a_shows_only_what_the_settings_name(
     home: Path, db_env: str, world: Path, listener: int, monkeypatch
 ):
     monkeypatch.setenv("SKILLYARD_SANDBOX", "A")
-    configure(home, f"[mcp.servers.probe.sandbox]\nwrite = [{json.dumps(str(world / 'data'))}]\n")
+    configure(home, f"[mcp.servers.probe.sandbox]\nnetwork = false\nwrite = [{json.dumps(str(world / 'data'))}]\n")
     seen = await probe(read=str(world / "private" / "secret.txt"), write=str(world / "data"), port=listener)
     assert seen["read"] is False  # a host folder no setting names is not there
     assert seen["write"] is True and (world / "data" / "probe.txt").exists()
-    assert seen["connect"] is False  # no network unless the profile says network = true
+    assert seen["connect"] is False  # network = false: its own network namespace, nothing in it
     assert "PROBE_TOKEN" in seen["env"] and "SKILLYARD_SECRET_KEY" not in seen["env"]
     if os.geteuid() == 0:
         assert seen["uid"] != 0  # a root host starts the server as the sandbox user
@@ -114,9 +114,9 @@ async def _outside_writes(world: Path) -> bool:
 
 
 @requires("A")
-async def test_network_true_lets_a_tier_a_server_connect(home: Path, db_env: str, listener: int, monkeypatch):
+async def test_a_tier_a_server_has_the_network_by_default(home: Path, db_env: str, listener: int, monkeypatch):
     monkeypatch.setenv("SKILLYARD_SANDBOX", "A")
-    configure(home, "[mcp.servers.probe.sandbox]\nnetwork = true\n")
+    configure(home)
     assert (await probe(port=listener))["connect"] is True
 
 

@@ -2,8 +2,8 @@
 
 A server lives for many calls, so it gets the sandbox's limits except the per-run CPU seconds, and no workspace:
 at tier A it sees the system folders, its working folder (``cwd``) and the folders its command line names,
-read-only, plus what ``[mcp.servers.NAME.sandbox]`` adds (``read``, ``write``, ``network``). ``sandbox = false``
-starts it on the host as before (a server the admin trusts with the host).
+read-only, plus what ``[mcp.servers.NAME.sandbox]`` adds (``read``, ``write``), and the network unless that says
+``network = false``. ``sandbox = false`` starts it on the host as before (a server the admin trusts with the host).
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ A server is either stdio (``command``, ``args``, ``env``) or streamable HTTP (``
 old tool name resolvable after the server renamed it (``[mcp.servers.NAME.aliases] old = "new"``); ``timeout``
 bounds each call (seconds, default 60). ``${VAR}`` in ``env`` values, ``headers`` values and ``url`` comes from the
 host environment; only what is listed in ``env`` reaches a stdio server. A stdio server runs in the sandbox of
-subprocess skills; ``[mcp.servers.NAME.sandbox]`` gives it the network and folders (``network``, ``read``,
-``write``), ``sandbox = false`` runs a trusted one on the host. A server entry with a problem is left out and the
-problem is kept for ``skillyard list`` / ``doctor``; the other servers still load.
+subprocess skills; ``[mcp.servers.NAME.sandbox]`` gives it folders and takes its network (``read``, ``write``,
+``network = false``), ``sandbox = false`` runs a trusted one on the host. A server entry with a problem is left
+out and the problem is kept for ``skillyard list`` / ``doctor``; the other servers still load.
 """
 
 from __future__ import annotations
@@ -32,9 +32,11 @@ _SANDBOX_KEYS = {"network", "read", "write"}
 
 @dataclass(frozen=True)
 class SandboxProfile:
-    """What the sandbox lets a stdio server have beyond its command line's folders (docs/mcp.md, Sandbox)."""
+    """What the sandbox lets a stdio server have beyond its command line's folders (docs/mcp.md, Sandbox). The
+    network is on unless ``network = false``: a server is mostly a client of some service, and ``npx``/``uvx``
+    fetch the server's package when it starts."""
 
-    network: bool = False
+    network: bool = True
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
 
@@ -160,7 +162,7 @@ def _sandbox(raw: Any, where: str) -> SandboxProfile | None:
     unknown = sorted(set(raw) - _SANDBOX_KEYS)
     if unknown:
         raise McpSettingsError(f"{where}: unknown key(s) {', '.join(unknown)}; known: network, read, write")
-    network = raw.get("network", False)
+    network = raw.get("network", True)
     if not isinstance(network, bool):
         raise McpSettingsError(f"{where}.network must be true or false")
     folders = {}
