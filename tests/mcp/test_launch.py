@@ -103,10 +103,10 @@ async def test_tier_a_shows_only_what_the_settings_name(
     if os.geteuid() == 0:
         assert seen["uid"] != 0  # a root host starts the server as the sandbox user
     assert seen["cpu_s"] is None and seen["data"] == SandboxSettings().memory_mb * 1024 * 1024
-    assert not await _outside_writes(world)
+    assert not await _outside_writes()
 
 
-async def _outside_writes(world: Path) -> bool:
+async def _outside_writes() -> bool:
     """Whether the server could write where no setting let it (its code's folder is read-only)."""
     async with SkillYard() as yard:
         envelope = await yard.run("probe__probe", {"write": str(PROBE.parent)})

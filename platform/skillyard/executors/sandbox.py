@@ -418,6 +418,13 @@ def fit_tier(tier: str, program: Program, cwd: str | None, settings: SandboxSett
     )
 
 
+def permits(st: os.stat_result, user: pwd.struct_passwd, access: int) -> bool:
+    """Whether the mode bits of ``st`` grant ``user`` every permission in ``access`` (``0o1`` search, ``0o5`` read
+    and search), from the owner's, the group's or the others' bits as they apply to that user."""
+    shift = 6 if st.st_uid == user.pw_uid else 3 if st.st_gid == user.pw_gid else 0
+    return st.st_mode & (access << shift) == access << shift
+
+
 def _reachable(folder: str, user: pwd.struct_passwd) -> bool:
     """Whether ``user`` may enter ``folder`` (search permission on it and on every folder above)."""
     path = os.path.realpath(folder)
@@ -426,8 +433,7 @@ def _reachable(folder: str, user: pwd.struct_passwd) -> bool:
             st = os.stat(path)
         except OSError:
             return False
-        bits = 0o100 if st.st_uid == user.pw_uid else (0o010 if st.st_gid == user.pw_gid else 0o001)
-        if not st.st_mode & bits:
+        if not permits(st, user, 0o1):
             return False
         parent = os.path.dirname(path)
         if parent == path:

@@ -13,7 +13,16 @@ import shutil
 import stat
 from dataclasses import dataclass
 
-from ..executors.sandbox import Program, SandboxUnavailable, Wrapped, fit_tier, machine, tier_for, wrap
+from ..executors.sandbox import (
+    Program,
+    SandboxUnavailable,
+    Wrapped,
+    fit_tier,
+    machine,
+    permits,
+    tier_for,
+    wrap,
+)
 from ..executors.subprocess import BASE_ENV
 from ..settings import SandboxSettings
 from .settings import McpServer
@@ -100,8 +109,7 @@ def _unreadable(sandboxed: Program, settings: SandboxSettings) -> str | None:
             st = os.stat(folder)
         except OSError:
             continue  # bubblewrap reports a folder that vanished
-        bits = 0o500 if st.st_uid == user.pw_uid else 0o050 if st.st_gid == user.pw_gid else 0o005
-        if st.st_mode & bits != bits:
+        if not permits(st, user, 0o5):
             return f"the sandbox user {user.pw_name!r} cannot read {folder} (mode {stat.S_IMODE(st.st_mode):04o})"
     return None
 

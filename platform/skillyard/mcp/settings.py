@@ -55,7 +55,7 @@ class McpServer:
     allow: tuple[str, ...] | None = None
     aliases: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT_S
-    sandbox: SandboxProfile | None = field(default_factory=lambda: SandboxProfile())
+    sandbox: SandboxProfile | None = field(default_factory=SandboxProfile)
 
     @property
     def transport(self) -> str:
@@ -158,7 +158,7 @@ def _sandbox(raw: Any, where: str) -> SandboxProfile | None:
         return SandboxProfile()
     where = f"{where}.sandbox"
     if not isinstance(raw, dict):
-        raise McpSettingsError(f"{where} must be true, false or a table such as {{ network = true }}")
+        raise McpSettingsError(f"{where} must be true, false or a table such as {{ network = false }}")
     unknown = sorted(set(raw) - _SANDBOX_KEYS)
     if unknown:
         raise McpSettingsError(f"{where}: unknown key(s) {', '.join(unknown)}; known: network, read, write")
