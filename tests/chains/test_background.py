@@ -24,7 +24,10 @@ from pathlib import Path
 
 async def execute(input, context):
     await asyncio.sleep(input.get("seconds", 0))
-    Path(input["file"]).write_text(context["skill_configs"].get("later", {}).get("api_token", "none"))
+    token = context["skill_configs"].get("later", {}).get("api_token", "none")
+    partial = Path(input["file"] + ".partial")
+    partial.write_text(token)
+    partial.rename(input["file"])  # a test that polls for the file never reads it half written
     return {"user_message": "written"}
 """
 

@@ -270,7 +270,7 @@ async def test_abort_signal_set_during_the_run_kills_the_process_group(
     make_skill(
         "waits",
         "name: waits\ndescription: d\nexec: {config: run.sh, timeout: 30}",
-        files={"run.sh": "sleep 30 > /dev/null 2>&1 &\necho $! > child.pid\nsleep 30\ntouch finished\n"},
+        files={"run.sh": "sleep 30 > /dev/null 2>&1 &\necho $! > child.tmp && mv child.tmp child.pid\nsleep 30\ntouch finished\n"},
     )
     workspace = tmp_path / "ws"
     stop = asyncio.Event()
