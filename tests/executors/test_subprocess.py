@@ -11,10 +11,12 @@ import signal
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from skillyard import SkillYard
+from skillyard.executors.subprocess import _kill_group
 from skillyard.invoke.pipeline import _wall_clock
 from skillyard.settings import Settings
 from support.cli import listing, one
@@ -262,6 +264,24 @@ def test_default_subprocess_timeout_is_60s_and_exec_timeout_overrides(make_skill
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_a_reaped_runs_pid_held_by_another_group_leader_is_not_signalled():
+    """After a run's leader is reaped its pid may be reused: the group kill must not reach the process holding it."""
+    stranger = await asyncio.create_subprocess_exec("sleep", "30", start_new_session=True)
+    reaped = SimpleNamespace(pid=stranger.pid, returncode=0)  # a finished run whose pid came round again
+    try:
+        _kill_group(reaped)  # type: ignore[arg-type]
+        await asyncio.sleep(0.1)
+        assert _alive(stranger.pid)
+    finally:
+        stranger.kill()
+        await stranger.wait()
+
+
+# the pid file is renamed into place, so the test never reads it half written
+WAITS_SCRIPT = "sleep 30 > /dev/null 2>&1 &\necho $! > child.tmp && mv child.tmp child.pid\nsleep 30\ntouch finished\n"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 async def test_abort_signal_set_during_the_run_kills_the_process_group(
     monkeypatch, db_env, make_skill, skills_root, tmp_path
 ):
@@ -270,7 +290,7 @@ async def test_abort_signal_set_during_the_run_kills_the_process_group(
     make_skill(
         "waits",
         "name: waits\ndescription: d\nexec: {config: run.sh, timeout: 30}",
-        files={"run.sh": "sleep 30 > /dev/null 2>&1 &\necho $! > child.tmp && mv child.tmp child.pid\nsleep 30\ntouch finished\n"},
+        files={"run.sh": WAITS_SCRIPT},
     )
     workspace = tmp_path / "ws"
     stop = asyncio.Event()

@@ -448,6 +448,13 @@ def _aborted(skill: Skill) -> dict[str, Any]:
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """Kill the run's process group, led by ``proc``.
+
+    Once the leader is reaped its pid can be reused. Linux keeps a pid while any process is still in the group it
+    names, so a process holding that pid again means the group is empty and the signal would hit a stranger.
+    """
+    if proc.returncode is not None and os.path.exists(f"/proc/{proc.pid}"):
+        return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
 
