@@ -24,6 +24,7 @@ from sqlalchemy.sql.expression import bindparam
 
 from ..errors import SkillyardError
 from ..storage.database import Database
+from ..storage.text import storable
 from .state import Evidence, NodeState, SessionState, TaskState, from_json, to_json
 
 _UPSERT = {
@@ -50,18 +51,6 @@ _UPSERT = {
            ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state, updated_at = now()"""
     ).bindparams(bindparam("state", type_=JSONB)),
 }
-
-
-def storable(value: Any) -> Any:
-    """``value`` with every NUL character replaced by U+FFFD: PostgreSQL JSONB cannot hold ``\\u0000``, and a model
-    may well send one; the replacement keeps the state saveable (and shows where the NUL was)."""
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd") if "\x00" in value else value
-    if isinstance(value, dict):
-        return {storable(k): storable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [storable(v) for v in value]
-    return value
 
 
 Row = tuple[str, dict[str, Any]]

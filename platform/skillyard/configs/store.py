@@ -14,6 +14,7 @@ from ..credentials import secret_config
 from ..errors import CredentialNotInInput, InvalidInput, SkillyardError
 from ..storage.database import Database
 from ..storage.tables import skill_configs
+from ..storage.text import unstorable
 from .crypto import Cipher, KeyRing, write_key_file
 from .keys import normalize_key
 
@@ -27,12 +28,32 @@ _NOTIFY = text(
 )
 
 
+#: The longest role, skill and key names (their columns' width).
+MAX_NAME = 200
+
+
 def _check_scope(role_id: Any, skill: Any) -> None:
     """Configs belong to a role (text, ``""`` for the default role) and a skill (a non-empty name)."""
     if not isinstance(role_id, str):
         raise InvalidInput(f"role must be text ('' for the default role), not {type(role_id).__name__}")
     if not isinstance(skill, str) or not skill.strip():
         raise InvalidInput(f"skill must be a skill's name, got {skill!r}")
+    _check_name("the role", role_id)
+    _check_name("the skill name", skill)
+
+
+def _check_name(what: str, name: str) -> None:
+    if len(name) > MAX_NAME:
+        raise InvalidInput(f"{what} is {len(name)} characters long; use at most {MAX_NAME}")
+    _check_text(what, name)
+
+
+def _check_text(what: str, text: str) -> None:
+    """Never shows the text: it may be a secret."""
+    if unstorable(text):
+        raise InvalidInput(
+            f"{what} holds a NUL character or half of a surrogate pair, which cannot be stored; remove it"
+        )
 
 
 @dataclass(frozen=True)
@@ -121,8 +142,10 @@ class ConfigStore:
             key = normalize_key(str(raw_key))
             if not key:
                 raise InvalidInput(f"config key {raw_key!r} is empty once normalized; use a name like api_token")
+            _check_name(f"config key {key[:40]!r}", key)
             secret = secret_config(key, self._declared(skill))
             text = "" if value is None else str(value)
+            _check_text(f"the value of {key!r}", text)
             rows.append(
                 {
                     "role_id": role_id,
@@ -274,7 +297,10 @@ class ConfigStore:
         sessions = await self._db.session_factory()
         stmt = delete(skill_configs).where(skill_configs.c.role_id == role_id, skill_configs.c.skill == skill)
         if keys:
-            stmt = stmt.where(skill_configs.c.key.in_([normalize_key(k) for k in keys]))
+            names = [normalize_key(k) for k in keys]
+            for name in names:
+                _check_name(f"config key {name[:40]!r}", name)
+            stmt = stmt.where(skill_configs.c.key.in_(names))
         async with sessions() as session, session.begin():
             result = await session.execute(stmt)
             await session.execute(_NOTIFY, {"channel": CHANGED_CHANNEL, "r": role_id, "s": skill})

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 
 from ..credentials import masked_logger
@@ -27,6 +28,8 @@ _FIXES = {
     415: "send the body as application/json",
     429: "wait for Retry-After seconds, then send again",
 }
+#: SQLSTATE classes of a value the database refuses (22: data exception, 54: program limit such as an index row).
+UNSTORABLE_STATES = ("22", "54")
 _CODES = {
     400: "bad_request",
     401: "unauthorized",
@@ -113,6 +116,21 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(SkillyardError)
     async def _library(request: Request, exc: SkillyardError) -> JSONResponse:
         return error_response(400, "bad_request", str(exc), "correct the request as the detail says")
+
+    @app.exception_handler(DBAPIError)
+    async def _unstorable(request: Request, exc: DBAPIError) -> JSONResponse:
+        state = str(getattr(exc.orig, "sqlstate", "") or "")
+        if not state.startswith(UNSTORABLE_STATES):
+            return await _crash(request, exc)
+        # The database's message may quote the value (a secret, say): only its SQLSTATE is logged.
+        log.info("%s %s: a request value could not be stored (SQLSTATE %s)", request.method, request.url.path, state)
+        return error_response(
+            422,
+            "invalid_request",
+            "a value of the request cannot be stored: it holds a NUL character or half of a surrogate pair, or it "
+            "is longer than its field allows",
+            "send valid text of a reasonable length",
+        )
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:

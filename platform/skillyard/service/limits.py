@@ -45,19 +45,26 @@ class BodyLimit:
                     await send(message)
                 return
         seen = 0
-        started = False
+        started = exceeded = False
 
         async def counted() -> Message:
-            nonlocal seen
+            nonlocal seen, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
+                    exceeded = True
                     raise BodyTooLarge
             return message
 
         async def tracked(message: Message) -> None:
             nonlocal started
+            if exceeded:  # the app caught BodyTooLarge (FastAPI answers 400 to a body it cannot read): ours instead
+                if not started:
+                    started = True
+                    for answer in _answer(self.limit):
+                        await send(answer)
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -13,7 +14,7 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import SkillyardError
-from ..errors import ApiError, bad_request, not_found
+from ..errors import bad_request, not_found
 from ..sessions import check_session
 from .deps import AdminDep, CallerDep, service_of
 
@@ -21,6 +22,8 @@ router = APIRouter(prefix="/api", tags=["agents"])
 CHANNEL = "api"
 #: A stream ends after this long without any event (a client reconnects with Last-Event-ID).
 STREAM_IDLE_S = 300.0
+#: An event id: a row id of the turn events (PostgreSQL bigint), in ASCII digits.
+EVENT_ID = re.compile("[0-9]{1,18}")
 PING_S = 15.0
 
 
@@ -79,12 +82,11 @@ async def stream_start(request: Request, session_id: str, principal: CallerDep) 
     """Checked before the stream starts: the caller may read the session; the event id to stream after."""
     service = service_of(request)
     check_session(session_id)
-    known = await service.owners.owner(session_id)
-    if known is not None and not principal.may_act_for(*known):
-        raise ApiError(403, "forbidden", f"session {session_id!r} belongs to another identity", "use your own session")
+    # Streaming is a use: a session nobody used yet becomes the caller's, so nobody else's turn streams to it.
+    await service.owners.claim(session_id, principal)
     last = request.headers.get("last-event-id") or request.query_params.get("after")
-    if last is not None and not last.isdigit():
-        raise bad_request(f"Last-Event-ID {last!r} is not an event id", "send the id of the last event you got")
+    if last is not None and not EVENT_ID.fullmatch(last):
+        raise bad_request(f"Last-Event-ID {last[:40]!r} is not an event id", "send the id of the last event you got")
     return int(last) if last is not None else await service.events.start_of_open_turn(session_id)
 
 

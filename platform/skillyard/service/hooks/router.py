@@ -11,12 +11,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from ...channels.adapter import CREDENTIALS_SKILL
+from ...storage.text import storable
 from ..api.deps import service_of
 from ..errors import ApiError, not_found
 from . import dedup, dingtalk, feishu, slack, telegram, web, wecom
-from .inbound import HookRefused, Parsed
+from .inbound import HookRefused, Inbound, Parsed
 
 router = APIRouter(tags=["hooks"])
+_CODES = {400: "bad_request", 422: "invalid_request"}
 PARSERS: dict[str, Callable[[Request, bytes, dict[str, Any]], Awaitable[Parsed]]] = {
     "telegram": telegram.parse,
     "slack": slack.parse,
@@ -42,15 +44,19 @@ async def hook(request: Request, channel: str, binding: str) -> Response:
             await service.limiter.check(principal.name)
             if bound.org_id != principal.org_id:
                 raise ApiError(403, "forbidden", "the token is of another organisation than this binding", "use yours")
-            parsed = await web.parse(request, body, principal)
+            parsed = await _parsed(channel, web.parse(request, body, principal))
+            session = parsed.message.chat if parsed.message is not None else ""
+            known = await service.owners.owner(session)
+            if known is not None and known[0] != principal.owner:  # the job would refuse it: say so now
+                raise ApiError(403, "forbidden", f"session {session!r} belongs to another identity", "use yours")
         else:
             if request.method == "GET" and channel != "wecom":
                 raise ApiError(405, "method_not_allowed", f"{channel} posts its events", "use POST")
             configs = await service.yard.configs.get(bound.role_id, CREDENTIALS_SKILL)
-            parsed = await PARSERS[channel](request, body, dict(configs))
+            parsed = await _parsed(channel, PARSERS[channel](request, body, dict(configs)))
     except HookRefused as exc:
-        raise ApiError(exc.status, "refused" if exc.status != 400 else "bad_request", exc.detail, exc.fix) from None
-    message = parsed.message
+        raise ApiError(exc.status, _CODES.get(exc.status, "refused"), exc.detail, exc.fix) from None
+    message = scrubbed(parsed.message) if parsed.message is not None else None
     wanted = message is not None and message.mentioned and bool(message.text.strip() or message.files)
     if (
         message is not None
@@ -59,3 +65,22 @@ async def hook(request: Request, channel: str, binding: str) -> Response:
     ):
         await service.enqueue_inbound(binding, message.event_id)
     return parsed.response
+
+
+async def _parsed(channel: str, parsing: Awaitable[Parsed]) -> Parsed:
+    """The parser's result; a body of the wrong shape (a field of another type than the channel sends) is a 400
+    naming what broke, not a crash: the parsers read what the channel's documentation promises."""
+    try:
+        return await parsing
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise HookRefused(
+            400,
+            f"the body is not the shape {channel} sends ({type(exc).__name__}: {str(exc)[:200]})",
+            f"send the {channel} platform's own request",
+        ) from None
+
+
+def scrubbed(message: Inbound) -> Inbound:
+    """The message with the text PostgreSQL cannot store (NUL, half of a surrogate pair) replaced: a chat user may
+    send it, and the platform would only retry a refusal."""
+    return Inbound.from_json(storable(message.as_json()))

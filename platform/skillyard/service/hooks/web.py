@@ -15,13 +15,23 @@ from ..auth import Principal
 from ..sessions import check_session, default_session
 from .inbound import HookRefused, Inbound, Parsed
 
+#: A web message's fields: who sends it is the token's, never the body's.
+FIELDS = frozenset({"message", "session", "event_id"})
+
 
 async def parse(request: Request, body: bytes, principal: Principal) -> Parsed:
     try:
         payload = json.loads(body)
     except ValueError:
         raise HookRefused(400, "the body is not JSON", 'send {"message": "…", "session": "…"}') from None
-    message = payload.get("message") if isinstance(payload, dict) else None
+    if not isinstance(payload, dict):
+        raise HookRefused(422, "the body is not a JSON object", 'send {"message": "…", "session": "…"}')
+    unknown = sorted(set(payload) - FIELDS)
+    if unknown:
+        raise HookRefused(
+            422, f"{', '.join(unknown)}: not a field of a web message", f"send only {', '.join(sorted(FIELDS))}"
+        )
+    message = payload.get("message")
     if not isinstance(message, str) or not message.strip():
         raise HookRefused(422, "message: a non-empty text is required", 'send {"message": "…"}')
     session = payload.get("session") or default_session(principal)
