@@ -5,10 +5,12 @@ every failure case as an envelope, the allow list, aliases, the cache and first 
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,6 +99,52 @@ async def test_the_pool_reuses_one_stdio_server_and_restarts_it_when_it_dies(crm
         assert again["ok"] is True and connection._task is not first
 
 
+async def test_a_server_that_dies_mid_call_is_an_io_failure_and_the_next_call_restarts_it(crm: Path):
+    async with SkillYard() as yard:
+        assert (await yard.run("crm__search", {"q": "before"}))["ok"] is True
+        died = await yard.run("crm__die", {})
+        assert died["ok"] is False and died["mcp_error"] == "io" and died["error_type"] == "transient", died
+        for q in ("after", "again"):  # a dead server is started again, not answered "Connection closed" for ever
+            after = await yard.run("crm__search", {"q": q})
+            assert after["ok"] is True, after
+
+
+async def test_odd_tool_names_never_reach_a_path_or_a_listing_raw(home: Path, db_env: str, tmp_path: Path):
+    stdio_server(home, env=', CRM_ODD_NAMES = "1"', timeout=30)
+    workspace = tmp_path / "a" / "b" / "c" / "ws"
+    workspace.mkdir(parents=True)
+    async with SkillYard() as yard:
+        report = await yard.mcp.refresh("crm")
+        assert {"a/b", "../../../../escape"} <= set(report.tools)
+        assert {"line\\nbreak", "nul\\x00name", "n" * 128} <= set(report.left_out), report.left_out
+        for name in ("crm__a/b", "crm__../../../../escape"):
+            envelope = await yard.run(
+                name, {}, {"session_id": "odd-" + uuid.uuid4().hex[:6], "workspace_dir": str(workspace)}
+            )
+            assert envelope["ok"] is True, envelope
+            for item in envelope["content"]:
+                written = (workspace / item["local_path"]).resolve()
+                assert written.is_relative_to((workspace / "mcp").resolve()) and written.is_file(), item
+    written = [p for p in (tmp_path / "a").rglob("*") if p.is_file()]  # ../../../../ of ws/mcp is a/
+    assert written and all(p.resolve().is_relative_to((workspace / "mcp").resolve()) for p in written), written
+    listed = skillyard_cli("list")
+    shown = listed.stdout + listed.stderr
+    assert listed.returncode == 0 and "crm__a/b" in shown, shown
+    assert "\x00" not in shown and "line\nbreak" not in shown
+
+
+async def test_a_server_printing_garbage_costs_one_line_not_a_traceback_each(
+    home: Path, caplog: pytest.LogCaptureFixture
+):
+    stdio_server(home, env=', CRM_GARBAGE = "1"')
+    with caplog.at_level(logging.WARNING, logger="mcp.client.stdio"):
+        async with SkillYard() as yard:
+            assert (await yard.run("crm__search", {"q": "x"}))["ok"] is True
+    reports = [r for r in caplog.records if r.name == "mcp.client.stdio"]
+    assert 1 <= len(reports) <= 2 and all(r.exc_info is None for r in reports), [r.getMessage() for r in reports]
+    assert "more dropped" in reports[0].getMessage()
+
+
 async def test_every_failure_is_an_envelope_with_its_case(crm: Path):
     async with SkillYard() as yard:
         tool_error = await yard.run("crm__fail", {"reason": "no stock"})
@@ -110,6 +158,7 @@ async def test_every_failure_is_an_envelope_with_its_case(crm: Path):
         assert rpc["mcp_error"] == "rpc_error" and "-32603" in rpc["error"]
         slow = await yard.run("crm__slow", {"seconds": 30})
         assert slow["ok"] is False and slow.get("timed_out") is True and slow["error_type"] == "transient"
+        assert slow["mcp_error"] == "timeout", slow  # the call's own timeout answers before the run's wall clock
         recovered = await yard.run("crm__search", {"q": "after the timeout"})
         assert recovered["ok"] is True
 

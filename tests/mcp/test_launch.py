@@ -181,6 +181,10 @@ async def test_an_unknown_command_is_refused_naming_it(home: Path, db_env: str):
     async with SkillYard() as yard:
         with pytest.raises(McpUnreachable, match="'no-such-mcp-server-binary' is not on PATH; give its absolute path"):
             await yard.mcp.refresh("probe")
+    (home / "settings.toml").write_text('[mcp.servers.probe]\ncommand = "/nonexistent/bin/server"\n', "utf-8")
+    async with SkillYard() as yard:
+        with pytest.raises(McpUnreachable, match="'/nonexistent/bin/server' is not an executable file; fix the path"):
+            await yard.mcp.refresh("probe")
 
 
 @pytest.mark.parametrize(

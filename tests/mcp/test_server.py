@@ -14,6 +14,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from skillyard.mcp.session import Caller
+from skillyard.storage.session_owners import derived_session
 from support.mcp_server import SECRET, LegacyClient, Running, serving
 from support.skills import write_skill
 
@@ -185,6 +186,21 @@ async def test_a_job_recovered_by_another_process_completes_the_run_record(serve
         failed = await client.call_tool("skillyard_run_status", {"run_id": "f" * 32})
         assert failed.is_error and failed.structured_content["ok"] is False
     assert (await background_runs.read(yard, "f" * 32)).status == "failed"
+
+
+async def test_nobody_names_the_session_derived_for_another_identity(served: Running) -> None:
+    """Anyone can compute a token's default session: claiming it first must not lock the token out."""
+    victim_name = "victim-" + uuid.uuid4().hex[:8]
+    victim = await served.token(victim_name)
+    squatter = await served.token("squatter-" + uuid.uuid4().hex[:8], org="elsewhere")
+    for derived in (derived_session("mcp", f"token:{victim_name}"), derived_session("http", f"token:{victim_name}")):
+        async with served.client(squatter) as client:
+            refused = await client.call_tool("echo", {"n": 1}, meta={"io.skillyard/session": derived})
+            assert refused.is_error and "derives for another identity" in refused.content[0].text  # type: ignore[union-attr]
+    async with served.client(victim) as client:
+        mine = derived_session("mcp", f"token:{victim_name}")
+        assert not (await client.call_tool("echo", {"n": 2})).is_error  # its sessionless session is still its own
+        assert not (await client.call_tool("echo", {"n": 3}, meta={"io.skillyard/session": mine})).is_error
 
 
 async def test_a_session_of_another_identity_is_refused(served: Running) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from skillyard import SkillYard
 from skillyard.service.settings import ServiceSettings
+from skillyard.storage.session_owners import derived_session
 from support.service import serving, write_echo
 
 
@@ -99,3 +100,15 @@ async def test_a_stream_opened_first_makes_the_session_the_listeners(served):
     with pytest.raises((asyncio.CancelledError, httpx.ReadTimeout)):
         await listener
     assert not [line for line in got if line.startswith("data:")]
+
+
+async def test_nobody_names_the_session_derived_for_another_identity(served):
+    victim_name = "victim-" + uuid.uuid4().hex[:8]
+    victim = served.client(await served.token(victim_name))
+    squatter = served.client(await served.token())
+    for prefix in ("http", "mcp"):
+        derived = derived_session(prefix, f"token:{victim_name}")
+        answer = await squatter.post("/api/skills/echo/run", json={"input": {"text": "x"}, "session": derived})
+        refused_cleanly(answer, 403)
+        assert "derives for another identity" in answer.json()["detail"]
+    assert (await victim.post("/api/skills/echo/run", json={"input": {"text": "x"}})).status_code == 200

@@ -7,8 +7,10 @@ Tools: ``search`` (read, structured output + JSON text), ``create_order`` (a wri
 ``fail`` (a tool error), ``slow`` (sleeps), ``big`` (a 10 MB text), ``picture`` (an image block), ``plain`` (text
 that is not JSON), ``whoami`` (``$CRM_TOKEN`` as the server sees it: only listed env vars reach a stdio server),
 ``strict`` (a required integer), ``rpc`` (a JSON-RPC error), ``views`` (text and structured views that
-differ). ``$CRM_BROKEN_SCHEMA=1`` adds a tool whose input schema is no
-JSON Schema; ``$CRM_CRASH=1`` exits before serving.
+differ), ``die`` (the server exits mid-call). ``$CRM_BROKEN_SCHEMA=1`` adds a tool whose input schema is no
+JSON Schema; ``$CRM_ODD_NAMES=1`` tools with separators, dots and control characters in their names (answering an
+image and an embedded file); ``$CRM_GARBAGE=1`` prints lines that are no JSON-RPC first; ``$CRM_CRASH=1`` exits
+before serving.
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from mcp_types import (
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    TextContent,
+    TextResourceContents,
+    ToolAnnotations,
+)
 
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489")).decode()
 
@@ -93,6 +102,27 @@ def rpc(code: int = -32602) -> str:
 def strict(count: int) -> dict[str, Any]:
     return {"count": count}
 
+
+@server.tool(description="Exits while the call waits for its answer.")
+def die() -> str:
+    os._exit(9)
+
+
+def _files() -> list[Any]:
+    resource = TextResourceContents(uri="file:///notes.txt", mime_type="text/plain", text="server-chosen bytes")
+    return [
+        ImageContent(type="image", data=PNG, mime_type="image/png"),
+        EmbeddedResource(type="resource", resource=resource),
+    ]
+
+
+if os.environ.get("CRM_ODD_NAMES") == "1":  # names a server may choose: separators, dots, control characters
+    for odd in ("a/b", "../../../../escape", "line\nbreak", "nul\x00name", "n" * 200):
+        server.add_tool(_files, name=odd, description="Odd name.")
+
+if os.environ.get("CRM_GARBAGE") == "1":  # lines on stdout that are no JSON-RPC, before serving
+    for n in range(50):
+        print(f"garbage line {n}", flush=True)
 
 if os.environ.get("CRM_BROKEN_SCHEMA") == "1":
     server._tool_manager.add_tool(lambda: "x", name="broken")  # replaced below: a schema that is no JSON Schema

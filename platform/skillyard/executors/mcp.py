@@ -32,7 +32,7 @@ class McpExecutor:
         from mcp.shared.exceptions import MCPError
 
         from ..mcp import results
-        from ..mcp.client import McpUnreachable
+        from ..mcp.client import McpConnectionLost, McpUnreachable
 
         hub = yard.mcp
         server_name, tool = skill.exec.server, skill.exec.tool
@@ -63,6 +63,8 @@ class McpExecutor:
             return results.timed_out(skill.name, server.timeout)
         except McpUnreachable as exc:
             return results.unreachable(skill.name, str(exc))
+        except McpConnectionLost:
+            return results.broken(skill.name, "the server closed the connection")
         except MCPError as exc:
             return results.rpc_failure(skill.name, exc.code, exc.message)
         except Exception as exc:

@@ -18,6 +18,7 @@ import json
 import re
 import shutil
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,10 @@ from .settings import McpServer
 
 TOOLS_FILE = "tools.json"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+#: The longest tool name kept (MCP 2025-11-25 asks for at most 128 characters).
+MAX_TOOL_NAME = 128
+#: Seconds a cached tool's wall clock adds to the server's call timeout.
+TIMEOUT_MARGIN_S = 5.0
 
 
 def cache_root(home: Path) -> Path:
@@ -87,9 +92,13 @@ def _schema_problem(schema: Any) -> str | None:
     return None
 
 
+def safe_stem(name: str) -> str:
+    """A tool's name as a file or folder name: no separator, no leading dot, bounded (a server names its tools)."""
+    return _UNSAFE.sub("_", name).lstrip(".")[:80] or "tool"
+
+
 def _folder_name(tool: str) -> str:
-    safe = _UNSAFE.sub("_", tool)[:80] or "tool"
-    return f"{safe}-{hashlib.sha256(tool.encode()).hexdigest()[:8]}"
+    return f"{safe_stem(tool)}-{hashlib.sha256(tool.encode()).hexdigest()[:8]}"
 
 
 def _skill_md(server: McpServer, tool: dict[str, Any], old_names: list[str]) -> str:
@@ -100,7 +109,8 @@ def _skill_md(server: McpServer, tool: dict[str, Any], old_names: list[str]) -> 
         "name": skill_name(server.name, name),
         "description": " ".join(str(description).split())[:1000],
         "source": f"mcp:{server.name}",
-        "exec": {"type": "MCP", "server": server.name, "tool": name, "timeout": server.timeout},
+        # the run's wall clock leaves the call's own timeout room to answer first (as mcp_error "timeout")
+        "exec": {"type": "MCP", "server": server.name, "tool": name, "timeout": server.timeout + TIMEOUT_MARGIN_S},
     }
     if annotations.get("readOnlyHint") is True:
         front["read_only"] = True
@@ -117,6 +127,11 @@ def write_cache(home: Path, server: McpServer, tools: list[dict[str, Any]]) -> R
     listed: dict[str, dict[str, Any]] = {t["name"]: t for t in tools if isinstance(t.get("name"), str) and t["name"]}
     kept: dict[str, dict[str, Any]] = {}
     for name, tool in listed.items():
+        if len(name) > MAX_TOOL_NAME or any(unicodedata.category(c).startswith("C") for c in name):
+            report.left_out[name[:MAX_TOOL_NAME].encode("unicode_escape").decode("ascii")] = (
+                f"its name is longer than {MAX_TOOL_NAME} characters or holds control characters"
+            )
+            continue
         if not server.allows(name):
             report.left_out[name] = "not in the server's allow list"
             continue

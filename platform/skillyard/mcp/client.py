@@ -1,7 +1,8 @@
 """Connections to configured MCP servers, pooled per server (the official SDK's ``mcp.Client``).
 
 A connection starts lazily on first use and is reused: a stdio server is started once, an HTTP session kept open.
-A connection whose server died is restarted once on the next call; the pool closes every connection when the yard
+A connection whose server died is restarted on the next call (one that died during a call is an ``io`` failure of
+that call: the tool may have run); the pool closes every connection when the yard
 closes. The SDK's client is an anyio context manager, which must be left in the task that entered it, so each
 connection is held open by a task of its own and calls reach it from any task.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -27,10 +29,50 @@ log = logging.getLogger("skillyard.mcp")
 
 #: Seconds a server may take to start and answer the handshake.
 CONNECT_TIMEOUT_S = 30.0
+#: Seconds between two reports of a server's unreadable stdout (one garbage line would be one traceback each).
+GARBAGE_REPORT_S = 10.0
+
+
+class _OneLineGarbage(logging.Filter):
+    """The SDK logs each line a server prints to stdout that is no JSON-RPC with its traceback: keep one line,
+    at most every :data:`GARBAGE_REPORT_S`, saying how many were dropped since."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last = float("-inf")
+        self.dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info is None:
+            return True
+        now = time.monotonic()
+        if now - self.last < GARBAGE_REPORT_S:
+            self.dropped += 1
+            return False
+        reason = _reason(record.exc_info[1]) if record.exc_info[1] is not None else ""
+        record.msg = f"{record.getMessage()} ({reason[:200]}; {self.dropped} more dropped since the last report)"
+        record.args = None
+        record.exc_info = record.exc_text = None
+        self.last, self.dropped = now, 0
+        return True
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_OneLineGarbage())
 
 
 class McpUnreachable(SkillyardError):
     """The server could not be started or connected to (``TOOL_UNREACHABLE``); the message says why."""
+
+
+class McpConnectionLost(SkillyardError):
+    """The connection ended while a call waited for its answer (``TOOL_IO_ERROR``); the next call restarts it."""
+
+
+def _ended(client: Any) -> bool:
+    """Whether a connected client's connection has ended (its server exited, its stream closed). The SDK keeps no
+    public flag for it; its dispatcher's ``_closed`` is the one a call would answer "Connection closed" from."""
+    dispatcher = getattr(getattr(client, "_session", None), "_dispatcher", None)
+    return bool(getattr(dispatcher, "_closed", False))
 
 
 class McpConnection:
@@ -97,7 +139,10 @@ class McpConnection:
         """The connected client, starting (or restarting) the server when needed."""
         async with self._lock:
             if self._task is not None and not self._task.done() and self._client is not None:
-                return self._client
+                if not _ended(self._client):
+                    return self._client
+                log.info("MCP server %r: the connection ended; restarting it", self.server.name)
+                await self.close()
             self._client = None
             self._stop = asyncio.Event()
             ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -105,6 +150,7 @@ class McpConnection:
             try:
                 self._client = await asyncio.wait_for(asyncio.shield(ready), CONNECT_TIMEOUT_S)
             except TimeoutError:
+                ready.cancel()  # a failure the task reports later has nobody to read it
                 await self.close()
                 raise McpUnreachable(
                     f"MCP server {self.server.name!r} did not answer the handshake within {CONNECT_TIMEOUT_S:g} s; "
@@ -121,10 +167,13 @@ class McpConnection:
 
     async def close(self) -> None:
         self._stop.set()
+        connected = self._client is not None
         task, self._task, self._client = self._task, None, None
         if task is not None and not task.done():
             try:
-                await asyncio.wait_for(task, 10)
+                # a connected client leaves its context in its task (the server is told goodbye); a handshake
+                # that never ended has nothing to say goodbye to
+                await asyncio.wait_for(task, 10 if connected else 0)
             except (TimeoutError, Exception):
                 task.cancel()
                 with contextlib.suppress(BaseException):
@@ -180,8 +229,14 @@ class McpPool:
         client = await self.connection(name).client()
         tools: list[Any] = []
         cursor = None
+        timeout = self.servers[name].timeout
         for _page in range(100):
-            result = await asyncio.wait_for(client.list_tools(cursor=cursor), self.servers[name].timeout)
+            try:
+                result = await asyncio.wait_for(client.list_tools(cursor=cursor), timeout)
+            except TimeoutError:
+                raise McpUnreachable(
+                    f"MCP server {name!r} did not list its tools within {timeout:g} s (its timeout in settings.toml)"
+                ) from None
             tools += result.tools
             cursor = result.next_cursor
             if not cursor:
@@ -189,10 +244,18 @@ class McpPool:
         return tools
 
     async def call_tool(self, name: str, tool: str, arguments: dict[str, Any]) -> Any:
-        """``tools/call``; a connection found dead is restarted once first."""
-        connection = self.connection(name)
-        client = await connection.client()
-        return await client.call_tool(tool, arguments)
+        """``tools/call``; a connection found dead is restarted first, one lost during the call is
+        :class:`McpConnectionLost` (the tool may or may not have run)."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        client = await self.connection(name).client()
+        try:
+            return await client.call_tool(tool, arguments)
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                raise McpConnectionLost(f"MCP server {name!r} closed the connection during the call") from None
+            raise
 
     async def close(self) -> None:
         connections, self._connections = list(self._connections.values()), {}

@@ -123,6 +123,10 @@ def launch(server: McpServer, settings: SandboxSettings) -> Launch:
     if server.sandbox is None:
         return Launch(server.command, list(server.args), env, cwd, "host")
     found = shutil.which(server.command, path=env.get("PATH"))
+    if found is None and os.sep in server.command:
+        raise SandboxUnavailable(
+            f"command {server.command!r} is not an executable file; fix the path in [mcp.servers.{server.name}]"
+        )
     if found is None:
         raise SandboxUnavailable(
             f"command {server.command!r} is not on PATH; give its absolute path in [mcp.servers.{server.name}]"

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..envelope import failure
+from .cache import safe_stem
 
 #: JSON-RPC's "invalid params" error code.
 INVALID_PARAMS = -32602
@@ -42,7 +43,7 @@ def _write(workspace: str, data: bytes, mime: str | None, stem: str) -> str:
     folder = Path(workspace) / "mcp"
     folder.mkdir(parents=True, exist_ok=True)
     suffix = mimetypes.guess_extension(mime or "") or ".bin"
-    path = folder / f"{stem}-{uuid.uuid4().hex[:8]}{suffix}"
+    path = folder / f"{safe_stem(stem)}-{uuid.uuid4().hex[:8]}{suffix}"
     path.write_bytes(data)
     return str(path.relative_to(workspace))
 

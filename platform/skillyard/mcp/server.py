@@ -114,7 +114,7 @@ class SkillServer:
         request = ctx.request
         header = request.headers.get("mcp-session-id") if request is not None else None
         if named is not None:
-            session_id = named_session(named)
+            session_id = named_session(named, caller, *([session_from_mcp(header)] if header else []))
         elif header:
             session_id = session_from_mcp(header)
         elif request is None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..invoke.budget import Turn
 from ..invoke.run import SAFE_SESSION
-from ..storage.session_owners import SessionOwners
+from ..storage.session_owners import SessionOwners, derived_session, names_anothers
 from ..tokens.identity import DEFAULTS, TokenIdentity
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def session_from_mcp(mcp_session_id: str) -> str:
 
 def default_session(caller: Caller) -> str:
     """The session of a caller's sessionless requests: one per identity."""
-    return "mcp-" + hashlib.sha256(caller.owner.encode()).hexdigest()[:32]
+    return derived_session("mcp", caller.owner)
 
 
 def new_connection_session() -> str:
@@ -70,12 +70,17 @@ def new_connection_session() -> str:
     return f"mcp-stdio-{uuid.uuid4().hex}"
 
 
-def named_session(value: Any) -> str:
-    """A session a client named in ``_meta``, checked (the same rule as every session id)."""
+def named_session(value: Any, caller: Caller, *own: str) -> str:
+    """A session a client named in ``_meta``, checked (the same rule as every session id); ``own``: sessions
+    derived for this request that it may name too (its MCP session's)."""
     if not isinstance(value, str) or not SAFE_SESSION.match(value):
         raise SessionRefused(
             f"_meta {SESSION_META_KEY!r} must be a session id of letters, digits, '.', '_', '-' (up to 128), "
             f"not {value!r}"
+        )
+    if names_anothers(value, caller.owner, *own):
+        raise SessionRefused(
+            f"session {value!r} has the shape of a session skillyard derives for another identity; name another"
         )
     return value
 

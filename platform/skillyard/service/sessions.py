@@ -3,12 +3,12 @@ every serve process and the MCP mount agree) or an admin of the owner's organisa
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from ..invoke.run import SAFE_SESSION
 from ..storage.database import Database
 from ..storage.session_owners import SessionOwners as StoredOwners
+from ..storage.session_owners import derived_session, names_anothers
 from .auth import Principal
 from .errors import ApiError, bad_request, not_found
 
@@ -24,7 +24,7 @@ def check_session(session_id: Any) -> str:
 
 def default_session(principal: Principal) -> str:
     """The session of a caller's requests that name none: one per identity."""
-    return "http-" + hashlib.sha256(principal.owner.encode()).hexdigest()[:32]
+    return derived_session("http", principal.owner)
 
 
 class SessionOwners:
@@ -41,6 +41,13 @@ class SessionOwners:
     async def claim(self, session_id: str, principal: Principal) -> None:
         """Use a session: the first identity owns it; another is refused (403) unless an admin of its org."""
         check_session(session_id)
+        if names_anothers(session_id, principal.owner):
+            raise ApiError(
+                403,
+                "forbidden",
+                f"session {session_id!r} has the shape of a session skillyard derives for another identity",
+                "name a session of your own, or send none to use your identity's own session",
+            )
         known = await self.store.claim(session_id, principal.owner, principal.org_id)
         self._allowed(session_id, known, principal)
 

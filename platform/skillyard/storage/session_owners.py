@@ -4,6 +4,8 @@ process keeps what it has read."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections import OrderedDict
 
 from sqlalchemy import select
@@ -14,6 +16,21 @@ from .tables import service_sessions
 
 #: Owners a process keeps in memory (the least recently used go first).
 MAX_CACHED = 50_000
+#: The shape of a session derived from an identity or an MCP session id: a caller may not name another's.
+DERIVED = re.compile(r"(?:mcp|http)-[0-9a-f]{32}")
+
+
+def derived_session(prefix: str, owner: str) -> str:
+    """The session an identity's requests that name none run in (``mcp`` or ``http``)."""
+    return f"{prefix}-" + hashlib.sha256(owner.encode()).hexdigest()[:32]
+
+
+def names_anothers(session_id: str, owner: str, *own: str) -> bool:
+    """Whether a session id a caller named is one derived for somebody else: anyone can compute the default
+    session of a token's name, so without this a caller could claim it first and lock its identity out."""
+    if DERIVED.fullmatch(session_id) is None:
+        return False
+    return session_id not in (derived_session("mcp", owner), derived_session("http", owner), *own)
 
 
 class SessionOwners:
