@@ -223,12 +223,13 @@ async def test_streamable_http_with_headers(home: Path, http_server: str, monkey
 async def test_unreachable_and_crashing_servers_are_clear_envelopes(home: Path):
     settings(home, '[mcp.servers.docs]\nurl = "http://127.0.0.1:9/mcp"\n')
     async with SkillYard() as yard:
-        with pytest.raises(Exception, match="docs__search"):
-            await yard.run("docs__search", {})  # never fetched and unreachable: the name stays unknown
+        never = await yard.run("docs__search", {})  # never fetched and unreachable: unreachable, not unknown
+    assert never["ok"] is False and never["mcp_error"] == "unreachable" and never["error_type"] == "transient"
+    assert "'docs'" in never["error"] and "never fetched" in never["error"], never
     stdio_server(home, env=', CRM_CRASH = "1"')
     async with SkillYard() as yard:
-        with pytest.raises(Exception, match="crm__search"):
-            await yard.run("crm__search", {"q": "x"})
+        crashed = await yard.run("crm__search", {"q": "x"})
+    assert crashed["mcp_error"] == "unreachable" and "could not be started" in crashed["error"], crashed
     # a cached tool whose server is gone now: an envelope, TOOL_UNREACHABLE for the agent
     stdio_server(home)
     async with SkillYard() as yard:
@@ -245,6 +246,8 @@ async def test_a_tool_with_an_invalid_schema_is_left_out_with_the_reason(home: P
         report = await yard.mcp.refresh("crm")
         assert yard.resolve("crm__broken") is None and yard.resolve("crm__search") is not None
     assert "not a valid JSON Schema" in report.left_out["broken"]
+    assert "'#/nowhere' at #/properties/q names nothing" in report.left_out["dangling"], report.left_out
+    assert "nested more than 64 levels" in report.left_out["deep"], report.left_out
 
 
 def test_settings_problems_are_named(home: Path, monkeypatch: pytest.MonkeyPatch):

@@ -128,6 +128,13 @@ if os.environ.get("CRM_BROKEN_SCHEMA") == "1":
     server._tool_manager.add_tool(lambda: "x", name="broken")  # replaced below: a schema that is no JSON Schema
     broken = server._tool_manager._tools["broken"]
     broken.parameters = {"type": "object", "properties": {"x": {"type": 12}}}
+    server._tool_manager.add_tool(lambda: "x", name="dangling")  # a $ref that names nothing
+    server._tool_manager._tools["dangling"].parameters = {"type": "object", "properties": {"q": {"$ref": "#/nowhere"}}}
+    server._tool_manager.add_tool(lambda: "x", name="deep")  # nested deeper than skillyard reads (64)
+    deep: dict[str, Any] = {"type": "object"}
+    for _ in range(40):  # 80 objects deep: past 64, within what the SDK parses
+        deep = {"type": "object", "properties": {"x": deep}}
+    server._tool_manager._tools["deep"].parameters = deep
 
 
 def main() -> None:

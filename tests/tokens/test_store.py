@@ -29,7 +29,7 @@ async def test_a_token_is_kept_only_as_its_hash_and_carries_its_identity(empty_d
 
             rows = (await conn.execute(text("SELECT * FROM skillyard.api_tokens"))).all()
         assert token not in repr(rows) and token_hash(token) in repr(rows)
-        with pytest.raises(InvalidInput, match="exists"):
+        with pytest.raises(InvalidInput, match="is taken; choose another name"):
             await store.add("bot", "sales", "acme")
         with pytest.raises(InvalidInput, match="unknown field 'org'"):
             await store.add("bad", "sales", "acme", {"org": "x"})

@@ -183,14 +183,20 @@ async def _context(
     return ctx
 
 
-async def _mcp_first_use(yard: SkillYard, name: str) -> bool:
-    """``<server>__<tool>`` of a configured MCP server never fetched: fetch its tool list (docs/mcp.md); a server
-    that cannot be reached leaves the name unknown, and the failure is logged."""
+async def _mcp_first_use(yard: SkillYard, name: str) -> dict[str, Any] | None:
+    """``<server>__<tool>`` of a configured MCP server never fetched: fetch its tool list (docs/mcp.md). A server
+    that cannot be started or reached is the run's ``unreachable`` envelope (TOOL_UNREACHABLE for an agent); any
+    other failure leaves the name unknown, and is logged."""
+    from ..mcp.client import McpUnreachable
+    from ..mcp.results import unreachable
+
     try:
-        return await yard.mcp.fill_for(name)
+        await yard.mcp.fill_for(name)
+    except McpUnreachable as exc:
+        return unreachable(name, f"{exc} (its tools were never fetched, so {name!r} is not known yet)")
     except Exception as exc:
         log.warning("could not fetch the tools of the MCP server of %r: %s", name, exc)
-        return False
+    return None
 
 
 def _given(context: Any, turn: Any) -> dict[str, Any]:
@@ -236,7 +242,10 @@ async def execute(
     if too_deep:
         return env_mod.input_rejected(name, f"the input of {name!r} cannot be used: {too_deep}", "")
     resolved = yard.resolve(name)
-    if resolved is None and isinstance(name, str) and "__" in name and await _mcp_first_use(yard, name):
+    if resolved is None and isinstance(name, str) and "__" in name:
+        unreachable = await _mcp_first_use(yard, name)
+        if unreachable is not None:
+            return unreachable
         resolved = yard.resolve(name)
     if resolved is None:
         if depth:

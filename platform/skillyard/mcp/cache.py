@@ -26,6 +26,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from ..catalog.schema_checks import reference_problem
+from ..envelope import nesting_problem
 from .settings import McpServer
 
 TOOLS_FILE = "tools.json"
@@ -85,11 +87,15 @@ def read_state(home: Path, server: str) -> dict[str, Any] | None:
 def _schema_problem(schema: Any) -> str | None:
     if not isinstance(schema, dict):
         return "its inputSchema is not an object"
+    too_deep = nesting_problem(schema)  # before the recursive schema check
+    if too_deep:
+        return f"its inputSchema cannot be used: {too_deep}"
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
         return f"its inputSchema is not a valid JSON Schema ({exc.message})"
-    return None
+    problem = reference_problem(schema)  # what the catalog would refuse the folder for, said at refresh
+    return f"its inputSchema cannot be used: {problem}" if problem else None
 
 
 def safe_stem(name: str) -> str:

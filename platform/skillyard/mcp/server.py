@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -57,6 +58,8 @@ log = logging.getLogger("skillyard.mcp")
 ABORT_GRACE_S = 5.0
 #: How often the skill roots are read again for ``tools/list_changed``.
 DEFAULT_RESCAN_S = 2.0
+#: How many times a rescan's own duration the watcher waits before the next (see SkillServer._watch).
+RESCAN_BACKOFF = 10
 #: How long one ``list_changed`` notification may take to reach a client.
 NOTIFY_TIMEOUT_S = 2.0
 #: Connections remembered for notifications (the most recently seen ones).
@@ -286,12 +289,17 @@ class SkillServer:
         return True
 
     async def _watch(self) -> None:
+        """Rescan every ``rescan_s``, or less often when a rescan is slow (thousands of folders): the next one
+        waits :data:`RESCAN_BACKOFF` times as long as the last took, so rescans never hold the loop most of the time."""
+        wait = self.rescan_s
         while True:
-            await asyncio.sleep(self.rescan_s)
+            await asyncio.sleep(wait)
+            started = time.monotonic()
             try:
                 await self.refresh()
             except Exception:  # a bad folder must not stop the watcher; the catalog reports per skill
                 log.exception("rescan for tools/list_changed failed")
+            wait = max(self.rescan_s, RESCAN_BACKOFF * (time.monotonic() - started))
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[SkillServer]:

@@ -69,7 +69,9 @@ class TokenStore:
                 "CursorResult[Any]", await session.execute(stmt.on_conflict_do_nothing(index_elements=["name"]))
             )
             if result.rowcount == 0:
-                raise InvalidInput(f"a token named {name!r} exists; revoke it first or choose another name")
+                raise InvalidInput(
+                    f"the token name {name!r} is taken; choose another name (or revoke your token of that name)"
+                )
         return token
 
     async def verify(self, token: str) -> TokenIdentity | None:
