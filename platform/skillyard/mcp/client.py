@@ -2,9 +2,9 @@
 
 A connection starts lazily on first use and is reused: a stdio server is started once, an HTTP session kept open.
 A connection whose server died is restarted on the next call (one that died during a call is an ``io`` failure of
-that call: the tool may have run); the pool closes every connection when the yard
-closes. The SDK's client is an anyio context manager, which must be left in the task that entered it, so each
-connection is held open by a task of its own and calls reach it from any task.
+that call: the tool may have run); the pool closes every connection when the yard closes. The SDK's client is an
+anyio context manager, which must be left in the task that entered it, so each connection is held open by a task of
+its own and calls reach it from any task.
 
 A stdio server starts in the sandbox of subprocess skills (:mod:`.launch`); its stderr goes to
 ``SKILLYARD_HOME/logs/mcp-<name>.log`` (never to the host's own output).
