@@ -112,3 +112,6 @@ async def test_nobody_names_the_session_derived_for_another_identity(served):
         refused_cleanly(answer, 403)
         assert "derives for another identity" in answer.json()["detail"]
     assert (await victim.post("/api/skills/echo/run", json={"input": {"text": "x"}})).status_code == 200
+    admin = served.client(await served.token(admin=True))  # once used, the organisation's admin may act in it
+    own = derived_session("http", f"token:{victim_name}")
+    assert (await admin.post("/api/skills/echo/run", json={"input": {"text": "y"}, "session": own})).status_code == 200

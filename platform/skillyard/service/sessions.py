@@ -41,7 +41,8 @@ class SessionOwners:
     async def claim(self, session_id: str, principal: Principal) -> None:
         """Use a session: the first identity owns it; another is refused (403) unless an admin of its org."""
         check_session(session_id)
-        if names_anothers(session_id, principal.owner):
+        # an unused derived session is only its identity's to start; once used, ownership decides (admins too)
+        if names_anothers(session_id, principal.owner) and await self.owner(session_id) is None:
             raise ApiError(
                 403,
                 "forbidden",
