@@ -14,12 +14,7 @@ import pytest
 from skillyard import SkillYard
 from skillyard.service.settings import ServiceSettings
 from skillyard.storage.session_owners import derived_session
-from support.service import serving, write_echo
-
-
-def refused_cleanly(answer: httpx.Response, *statuses: int) -> None:
-    assert answer.status_code in (statuses or (400, 422)), answer.text
-    assert set(answer.json()) == {"error", "detail", "fix"}, answer.text
+from support.service import refused_cleanly, serving, write_echo
 
 
 async def test_config_text_the_database_cannot_hold_is_refused_naming_it(served):

@@ -44,6 +44,12 @@ class Served:
         return client
 
 
+def refused_cleanly(answer: httpx.Response, *statuses: int) -> None:
+    """The answer is one of ``statuses`` (400 or 422 when none is named) with the service's JSON error body."""
+    assert answer.status_code in (statuses or (400, 422)), answer.text
+    assert set(answer.json()) == {"error", "detail", "fix"}, answer.text
+
+
 def free_socket() -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 
@@ -82,8 +83,8 @@ def _place(loc: tuple[Any, ...]) -> str:
     return ".".join(parts)
 
 
-def validation_detail(exc: RequestValidationError) -> tuple[str, str]:
-    """The first problems of a request body, each naming its field, and the fix."""
+def validation_detail(exc: RequestValidationError | ValidationError) -> tuple[str, str]:
+    """The first problems of a request body (FastAPI's or a model's own), each naming its field, and the fix."""
     problems = []
     for item in list(exc.errors())[:5]:
         place = _place(tuple(item.get("loc", ())))
