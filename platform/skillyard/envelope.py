@@ -27,26 +27,38 @@ def is_failure(value: Any) -> bool:
     return not bool(value)
 
 
-def jsonable(value: Any) -> Any:
-    """Turn what a skill returned into plain JSON values (dates as ISO text, bytes as base64, sets as lists)."""
+#: Deepest nesting of a result a skill may return: deeper than any input may be (MAX_NESTING), well within the
+#: recursion limit of everything that walks a result after (this module, json, the run record, the agent runtime).
+MAX_RESULT_NESTING = 128
+
+
+class NestedTooDeep(ValueError):
+    """A result nested deeper than :data:`MAX_RESULT_NESTING` (a dropped-in skill's output, say)."""
+
+
+def jsonable(value: Any, depth: int = 0) -> Any:
+    """Turn what a skill returned into plain JSON values (dates as ISO text, bytes as base64, sets as lists);
+    NestedTooDeep past :data:`MAX_RESULT_NESTING` levels of objects and arrays."""
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
+    if isinstance(value, (Mapping, list, tuple, set, frozenset)) and depth >= MAX_RESULT_NESTING:
+        raise NestedTooDeep(f"is nested more than {MAX_RESULT_NESTING} levels deep")
     if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in value]
+        return [jsonable(v, depth + 1) for v in value]
     if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
     if isinstance(value, (decimal.Decimal, uuid.UUID, PurePath)):
         return str(value)
     if isinstance(value, enum.Enum):
-        return jsonable(value.value)
+        return jsonable(value.value, depth)
     if isinstance(value, (bytes, bytearray)):
         return base64.b64encode(bytes(value)).decode()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return jsonable(dataclasses.asdict(value))
+        return jsonable(dataclasses.asdict(value), depth)
     return repr(value)
 
 
@@ -70,7 +82,10 @@ def normalize(raw: Any, skill: str) -> dict[str, Any]:
     """Normalize a raw result: a dict with ``ok``/``success`` booleans and, on failure, a specific ``error``."""
     if not isinstance(raw, Mapping):
         raw = {"result": raw}
-    env: dict[str, Any] = jsonable(raw)
+    try:
+        env: dict[str, Any] = jsonable(raw)
+    except NestedTooDeep as exc:
+        return failure(skill, f"skill {skill!r} returned a result that {exc}; return flatter data")
     failed = is_failure(env.get("success")) or is_failure(env.get("ok"))
     env["ok"] = env["success"] = not failed
     if failed:

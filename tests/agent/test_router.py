@@ -161,6 +161,7 @@ async def test_an_unknown_code_is_answered_once_with_the_valid_codes_then_the_co
         (call("builtin_route", {"agentCode": "sales"}), call("builtin_route", {"agentCode": "nope"}), "'nope'"),
         (say("I am not sure"), None, "did not call builtin_route"),
         (call("builtin_route", {}), call("builtin_route", "{not json"), "not a loaded agent"),
+        (call("builtin_route", "[" * 5000), call("builtin_route", '{"a":' * 5000), "not a loaded agent"),  # too deep
         (call("builtin_route", {"agentCode": "sales"}), say("still unsure"), "'sales'"),
         (call("some_tool", {"agentCode": "help"}), None, "did not call builtin_route"),
     ],

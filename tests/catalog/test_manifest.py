@@ -133,3 +133,13 @@ def test_frontmatter_after_blank_lines_or_an_html_comment_is_read(skills_root, l
     item = one(listing(skills_root), "late")
     assert item["description"] == "The real description." and item["exposed"] is True
     assert any("start the file with its --- line" in w for w in item["warnings"])
+
+
+@pytest.mark.parametrize("manifest", ["[" * 5000, "{not json", "[1, 2]"])
+def test_an_unreadable_install_manifest_is_ignored_and_skill_md_found(skills_root, manifest):
+    """A dropped-in folder's ``skill.json`` may be anything, even JSON nested past what Python's json reads."""
+    d = skills_root / "odd"
+    d.mkdir()
+    (d / "skill.json").write_text(manifest)
+    (d / "SKILL.md").write_text("---\nname: odd\ndescription: still found\n---\n")
+    assert one(listing(skills_root), "odd")["description"] == "still found"

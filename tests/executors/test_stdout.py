@@ -30,6 +30,17 @@ echo '{"answer": 42}'
     assert env == {"answer": 42, "ok": True, "success": True}
 
 
+@pytest.mark.parametrize(("levels", "first_line"), [(900, ""), (5000, ""), (5000, "echo starting\n")])
+async def test_stdout_json_nested_past_what_is_read_is_a_clean_failure(make_skill, skills_root, levels, first_line):
+    """Past json's depth (5000, as the whole stdout or its last line) or the result limit (900): a failure naming
+    it, not the host's RecursionError."""
+    deep = '{"a":' * levels + "1" + "}" * levels
+    shell_skill(make_skill, "deep", f"{first_line}echo '{deep}'\n")
+    env = await run_skill(skills_root, "deep")
+    assert env["ok"] is False and "nested" in env["error"] and "flatter" in env["error"], env
+    assert "RecursionError" not in env["error"]
+
+
 async def test_stdout_media_path_line(db_env, make_skill, skills_root, tmp_path):
     inline_shell_skill(
         make_skill,

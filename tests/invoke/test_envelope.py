@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from skillyard import SkillYard
-from skillyard.envelope import normalize
+from skillyard.envelope import MAX_RESULT_NESTING, normalize
 from support.skills import run_skill
 
 
@@ -95,6 +95,42 @@ def test_results_become_plain_json():
     assert json.loads(json.dumps(env)) == env
     assert env["when"] == "2024-01-02" and env["tags"] == ["a"] and env["n"] == "nan"
     assert normalize([1, 2], "s")["result"] == [1, 2]
+
+
+def _nested(levels: int, kind: type = dict) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = {"a": value} if kind is dict else kind([value])
+    return value
+
+
+@pytest.mark.parametrize("kind", [dict, list, tuple])
+def test_a_result_nested_past_the_limit_is_a_failure_naming_it(kind):
+    """The envelope is the first level: MAX_RESULT_NESTING levels are kept, one more is refused, never a
+    RecursionError of the host (a dropped-in skill's output is untrusted)."""
+    kept = normalize({"r": _nested(MAX_RESULT_NESTING - 1, kind)}, "s")
+    assert kept["ok"] is True and json.loads(json.dumps(kept)) == kept
+    refused = normalize({"r": _nested(MAX_RESULT_NESTING, kind)}, "s")
+    assert refused["ok"] is False and f"nested more than {MAX_RESULT_NESTING} levels" in refused["error"]
+    assert normalize(_nested(5000, kind), "s")["ok"] is False
+
+
+DEEP = """
+async def execute(input, context):
+    value = 1
+    for _ in range(input["levels"]):
+        value = {"a": value}
+    return {"r": value}
+"""
+
+
+async def test_a_skill_returning_a_deep_result_fails_cleanly(make_skill, skills_root):
+    make_skill("deep", files={"handler.py": DEEP})
+    async with SkillYard([skills_root]) as yard:
+        assert (await yard.run("deep", {"levels": MAX_RESULT_NESTING - 1}))["ok"] is True
+        for levels in (MAX_RESULT_NESTING, 5000):
+            refused = await yard.run("deep", {"levels": levels})
+            assert refused["ok"] is False and "return flatter data" in refused["error"], refused
 
 
 async def test_exceptions_become_failure_envelopes(make_skill, skills_root, caplog):

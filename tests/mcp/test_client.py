@@ -145,6 +145,16 @@ async def test_a_server_printing_garbage_costs_one_line_not_a_traceback_each(
     assert "more dropped" in reports[0].getMessage()
 
 
+async def test_a_tool_text_of_json_nested_past_what_is_read_stays_text(crm: Path):
+    """Python's json raises RecursionError past its depth: the text is kept, without ``data``, never a crash."""
+    deep = '{"a":' * 5000 + "1" + "}" * 5000
+    async with SkillYard() as yard:
+        answer = await yard.run("crm__echo", {"text": deep})
+    assert answer["ok"] is True, str(answer)[:500]
+    fields = answer["fields"] if answer.get("offloaded") else list(answer)  # a big result is offloaded to a file
+    assert "text" in fields and "data" not in fields, fields
+
+
 async def test_every_failure_is_an_envelope_with_its_case(crm: Path):
     async with SkillYard() as yard:
         tool_error = await yard.run("crm__fail", {"reason": "no stock"})

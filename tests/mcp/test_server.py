@@ -235,6 +235,24 @@ async def test_a_session_of_another_identity_is_refused(served: Running) -> None
         assert stolen.status_code == 404
 
 
+async def test_a_request_nested_past_what_is_read_is_a_json_rpc_error(served: Running) -> None:
+    """Deep JSON on the wire (Python's json would raise RecursionError) and deep tool arguments: answered, and the
+    server serves on."""
+    token = await served.token("deep")
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    deep = b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"x": ' + b"[" * 5000 + b"]" * 5000 + b"}}"
+    async with httpx2.AsyncClient(timeout=30.0) as http:
+        answer = await http.post(served.url, content=deep, headers={**headers, "Authorization": f"Bearer {token}"})
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == -32700, answer.text  # parse error
+    async with served.client(token) as client:
+        value: object = 1
+        for _ in range(100):
+            value = {"a": value}
+        refused = await client.call_tool("echo", {"n": value})
+        assert refused.is_error and "nested" in refused.content[0].text  # type: ignore[union-attr]
+        assert not (await client.call_tool("echo", {"n": 1})).is_error
+
+
 async def test_secrets_never_show_in_any_output(served: Running, caplog: pytest.LogCaptureFixture) -> None:
     await served.server.yard.configs.set("vault-role", "vault", {"api_token": SECRET})
     token = await served.token("vaulted", role="vault-role")

@@ -46,6 +46,19 @@ async def test_other_text_the_database_cannot_hold_is_a_422(served):
     refused_cleanly(await admin.post("/api/agents/a%00b/sessions/s1/messages", json={"message": "x"}), 400, 404, 422)
 
 
+async def test_bodies_nested_past_what_is_read_are_4xx(served):
+    """Deep JSON (Python's json raises RecursionError past its depth) on the endpoints that read a body: a JSON 4xx."""
+    member = served.client(await served.token())
+    admin = served.client(await served.token(admin=True))
+    deep = b'{"input": ' + b'{"a":' * 5000 + b"1" + b"}" * 5000 + b"}"
+    json_body = {"content-type": "application/json"}
+    refused_cleanly(await member.post("/api/skills/echo/run", content=deep, headers=json_body))
+    refused_cleanly(await admin.put("/api/configs/echo", content=deep, headers=json_body))
+    within = b'{"input": ' + b'{"a":' * 100 + b"1" + b"}" * 100 + b"}"  # readable, but past the input's limit
+    answer = await member.post("/api/skills/echo/run", content=within, headers=json_body)
+    assert answer.status_code in (200, 422) and "nested" in answer.text, answer.text
+
+
 async def test_a_body_streamed_past_the_limit_is_413(db_env, skills_root):
     write_echo(skills_root)
 

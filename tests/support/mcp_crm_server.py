@@ -5,12 +5,12 @@
 
 Tools: ``search`` (read, structured output + JSON text), ``create_order`` (a write, logged to ``$CRM_LOG``),
 ``fail`` (a tool error), ``slow`` (sleeps), ``big`` (a 10 MB text), ``picture`` (an image block), ``plain`` (text
-that is not JSON), ``whoami`` (``$CRM_TOKEN`` as the server sees it: only listed env vars reach a stdio server),
-``strict`` (a required integer), ``rpc`` (a JSON-RPC error), ``views`` (text and structured views that
-differ), ``die`` (the server exits mid-call). ``$CRM_BROKEN_SCHEMA=1`` adds a tool whose input schema is no
-JSON Schema; ``$CRM_ODD_NAMES=1`` tools with separators, dots and control characters in their names (answering an
-image and an embedded file); ``$CRM_GARBAGE=1`` prints lines that are no JSON-RPC first; ``$CRM_CRASH=1`` exits
-before serving.
+that is not JSON), ``echo`` (its text as given), ``whoami`` (``$CRM_TOKEN`` as the server sees it: only listed env
+vars reach a stdio server), ``strict`` (a required integer), ``rpc`` (a JSON-RPC error), ``views`` (text and
+structured views that differ), ``die`` (the server exits mid-call). ``$CRM_BROKEN_SCHEMA=1`` adds a tool
+whose input schema is no JSON Schema; ``$CRM_ODD_NAMES=1`` tools with separators, dots and control characters in
+their names (answering an image and an embedded file); ``$CRM_GARBAGE=1`` prints lines that are no JSON-RPC first;
+``$CRM_CRASH=1`` exits before serving.
 """
 
 from __future__ import annotations
@@ -86,6 +86,11 @@ def picture() -> list[Any]:
 @server.tool(description="Plain words.", structured_output=False)
 def plain(q: str = "") -> str:
     return f"hello {q}".strip()
+
+
+@server.tool(description="Its text as given.", structured_output=False)
+def echo(text: str) -> str:
+    return text
 
 
 @server.tool(description="What token the server got.", structured_output=False)

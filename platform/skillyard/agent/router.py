@@ -161,7 +161,7 @@ class AgentRouter:
 def _agent_code(arguments: str) -> str:
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return arguments[:100]
     code = parsed.get("agentCode") if isinstance(parsed, dict) else None
     return code.strip()[:100] if isinstance(code, str) else repr(code)[:100]

@@ -32,7 +32,7 @@ def read_install_manifest(skill_dir: Path) -> dict[str, Any]:
     path = skill_dir / "skill.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

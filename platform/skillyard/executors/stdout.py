@@ -8,6 +8,9 @@ from typing import Any
 
 from ..outputs.media import media_type
 
+#: What stdout JSON nested past the depth Python's json reads makes (rather than a RecursionError of the host).
+TOO_DEEP = {"ok": False, "error": "the skill printed JSON nested too deeply to read; print flatter JSON"}
+
 
 def parse_stdout(stdout: str, cwd: str | None) -> Any:
     text = stdout.strip()
@@ -17,6 +20,8 @@ def parse_stdout(stdout: str, cwd: str | None) -> Any:
         return json.loads(text)
     except ValueError:
         pass
+    except RecursionError:
+        return dict(TOO_DEEP)
     last = text.splitlines()[-1].strip()
     try:
         value = json.loads(last)
@@ -24,6 +29,8 @@ def parse_stdout(stdout: str, cwd: str | None) -> Any:
             return value
     except ValueError:
         pass
+    except RecursionError:
+        return dict(TOO_DEEP)
     candidate = Path(last)
     if not candidate.is_absolute() and cwd:
         candidate = Path(cwd) / candidate

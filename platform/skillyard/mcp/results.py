@@ -91,7 +91,7 @@ def envelope(result: Any, workspace: str, skill: str) -> dict[str, Any]:
     env: dict[str, Any] = {"ok": not result.is_error, "text": text, **arrays}
     try:
         env["data"] = json.loads(text) if text.strip() else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past json's depth: the text stays
         env.pop("data", None)
     if env.get("data") is None:
         env.pop("data", None)

@@ -72,6 +72,21 @@ async def test_a_signed_dingtalk_message_of_the_wrong_shape_is_a_400(hooked):
     refused_cleanly(answer, 400)
 
 
+async def test_json_nested_past_the_parsers_depth_is_a_400_on_every_channel(hooked):
+    """Python's json raises RecursionError (not a ValueError) for deep nesting: each channel answers 400 for it."""
+    deep = b'{"a":' * 5000 + b"1" + b"}" * 5000
+    client = hooked.client()
+    answers = [
+        await client.post("/hooks/telegram/telegram1", content=deep, headers=TELEGRAM),
+        await client.post("/hooks/slack/slack1", content=deep, headers=slack_headers(deep)),
+        await client.post("/hooks/dingtalk/dingtalk1", content=deep, headers=dingtalk_headers()),
+        await client.post("/hooks/feishu/feishu1", content=deep, headers=feishu_headers(deep)),
+        await client.post("/hooks/web/web1", content=deep, headers={"Authorization": f"Bearer {await hooked.token()}"}),
+    ]
+    for answer in answers:
+        refused_cleanly(answer, 400)
+
+
 async def test_a_wecom_dtd_is_refused_in_utf16_too(hooked):
     """The entity bomb is refused before any signature check, whatever the document's encoding."""
     entities = "".join(f'<!ENTITY a{i} "{f"&a{i - 1};" * 10}">' for i in range(1, 4))

@@ -83,6 +83,8 @@ def input_from_form(fields: list[FormField], form: dict[str, str]) -> dict[str, 
                 value[item.name] = json.loads(raw)
             except ValueError:
                 raise FormError(f"{item.label}: not JSON ({raw[:40]!r})") from None
+            except RecursionError:
+                raise FormError(f"{item.label}: JSON nested too deeply to read; send flatter JSON") from None
         else:
             value[item.name] = raw
     return value

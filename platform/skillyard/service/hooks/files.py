@@ -134,7 +134,7 @@ async def _error_text(response: httpx.Response) -> str:
             break
     try:
         body = json.loads(head[:_ERROR_BYTES])
-    except ValueError:
+    except (ValueError, RecursionError):
         return "an answer that is not the file"
     if not isinstance(body, dict):
         return "an answer that is not the file"

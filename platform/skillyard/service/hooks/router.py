@@ -69,10 +69,11 @@ async def hook(request: Request, channel: str, binding: str) -> Response:
 
 async def _parsed(channel: str, parsing: Awaitable[Parsed]) -> Parsed:
     """The parser's result; a body of the wrong shape (a field of another type than the channel sends) is a 400
-    naming what broke, not a crash: the parsers read what the channel's documentation promises."""
+    naming what broke, not a crash: the parsers read what the channel's documentation promises (and Python's json
+    raises RecursionError, not ValueError, for nesting past its depth)."""
     try:
         return await parsing
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError, RecursionError) as exc:
         raise HookRefused(
             400,
             f"the body is not the shape {channel} sends ({type(exc).__name__}: {str(exc)[:200]})",
