@@ -233,6 +233,16 @@ async def test_openai_an_oddly_shaped_json_reply_is_a_model_error(chat, payload)
         await oa(url).complete(MESSAGES, [], {})
 
 
+@pytest.mark.parametrize("status", [200, 503])
+async def test_openai_a_reply_nested_past_what_json_reads_is_a_model_error(chat, status):
+    """A provider (or whatever answers at the base URL) may send anything: never the host's RecursionError."""
+    plan, url = chat
+    plan.actions = [(status, "[" * 5000 + "]" * 5000)]
+    with pytest.raises(ModelError) as info:
+        await oa(url).complete(MESSAGES, [], {})
+    assert ("nested too deeply" in str(info.value)) if status == 200 else ("503" in str(info.value))
+
+
 @pytest.mark.parametrize(
     "function",
     [{"name": "alpha"}, {"name": "alpha", "arguments": None}],

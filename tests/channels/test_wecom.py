@@ -69,6 +69,16 @@ async def test_bad_credentials_and_a_rate_limit(host, wecom):
     assert limited["failed"][0]["error_type"] == "transient"
 
 
+async def test_an_answer_nested_past_what_json_reads_is_taken_as_one_that_is_not_json(host, wecom):
+    """Python's json raises RecursionError past its depth: the answer is read as any body that is not JSON."""
+    await _configure(host, wecom)
+    answers = {}
+    for body in (b"not json", b"[" * 5000 + b"]" * 5000):
+        wecom.fail_next["/cgi-bin/message/send"] = [(200, body)]
+        answers[body[:8]] = await host.send(to="wecom:zhangsan", message="hi")
+    assert answers[b"[" * 8] == answers[b"not json"] and "RecursionError" not in str(answers), answers
+
+
 async def test_a_missing_agent_id_names_the_config_to_set(host, wecom):
     await host.configure(wecom_corp_id=wecom.CORP_ID, wecom_corp_secret=wecom.CORP_SECRET, wecom_api_base=wecom.base)
     result = await host.send(to="wecom:zhangsan", message="hi")

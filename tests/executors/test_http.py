@@ -54,6 +54,8 @@ class Recorder(BaseHTTPRequestHandler):
             self._send(200, seen)
         elif parts.path == "/text":
             self._send(200, "plain words, not JSON", "text/plain")
+        elif parts.path == "/deep":  # JSON nested past what Python's json reads
+            self._send(200, "[" * 5000 + "]" * 5000, "text/plain")
         elif parts.path == "/down":
             self._send(503, "upstream is down: " + "x" * 2000, "text/plain")
         elif parts.path == "/missing":
@@ -303,6 +305,13 @@ async def test_non_json_body_is_returned_as_text(make_skill, skills_root, server
     env = await run_skill(skills_root, "texty")
     assert env["ok"] is True
     assert env["output"] == "plain words, not JSON"
+
+
+async def test_a_response_nested_past_what_json_reads_is_a_failure_naming_it(make_skill, skills_root, server):
+    http_skill(make_skill, "deep", f'[request]\nurl = "{server}/deep"\n')
+    env = await run_skill(skills_root, "deep")
+    assert env["ok"] is False and "nested too deeply" in env["error"] and env["status"] == 200, env
+    assert "RecursionError" not in json.dumps(env)
 
 
 @pytest.mark.parametrize(

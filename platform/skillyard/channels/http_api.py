@@ -43,7 +43,7 @@ async def request_json(channel: str, call: Awaitable[httpx.Response]) -> tuple[i
         raise ChannelError(f"{channel} could not be reached ({exc.__class__.__name__}); try again later") from None
     try:
         body = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what json reads
         body = None
     if not isinstance(body, dict):
         if response.status_code >= 400:

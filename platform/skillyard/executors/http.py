@@ -244,6 +244,14 @@ class HttpExecutor:
             data = response.json()
         except ValueError:
             return {"output": text, "status": response.status_code}
+        except RecursionError:
+            return failure(
+                skill.name,
+                f"HTTP skill {skill.name!r}: the response is JSON nested too deeply to read",
+                status=response.status_code,
+                body_excerpt=text[:BODY_EXCERPT],
+                error_type="recoverable",
+            )
         path = (spec.get("response") or {}).get("path")
         result = extract(data, path)
         if result is _MISSING:

@@ -95,7 +95,7 @@ class OpenAIChatModel:
         detail = ""
         try:
             payload = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             payload = None
         if isinstance(payload, dict):
             error = payload.get("error")
@@ -127,6 +127,8 @@ class OpenAIChatModel:
         except ValueError:
             snippet = self._scrub(response.text.strip())[:200]
             raise ModelError(f"{bad}: not JSON ({snippet!r}); is the base URL an OpenAI-compatible API?") from None
+        except RecursionError:
+            raise ModelError(f"{bad}: JSON nested too deeply to read") from None
         choices = payload.get("choices") if isinstance(payload, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise ModelError(f"{bad}: no 'choices'; is the base URL an OpenAI-compatible API?")
